@@ -1,0 +1,26 @@
+# The README's test command is `make test`; .ci/run calls exactly that.
+GO ?= go
+PKGS ?= ./...
+
+.PHONY: test fmt-check vet build run compose-check
+
+## test: gofmt check, go vet, and every test with the race detector against a real Postgres.
+test: fmt-check vet
+	DATABASE_URL="$$(./scripts/test-db.sh)" $(GO) test -race -count=1 $(PKGS)
+
+fmt-check:
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+build:
+	$(GO) build -o bin/callon ./cmd/callon
+
+run:
+	$(GO) run ./cmd/callon
+
+## compose-check: validate docker-compose.yml (needs the docker compose CLI, not an engine).
+compose-check:
+	docker compose config --quiet

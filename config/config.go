@@ -1,0 +1,284 @@
+// Package config builds callon's typed configuration from the environment.
+// It is the only package that reads environment variables, always through an
+// injected getenv, and it never lets a secret reach a log line or an error.
+package config
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults for the operator contract; README.md documents each one.
+const (
+	DefaultDiscordAPIURL   = "https://discord.com"
+	DefaultOpenAIBaseURL   = "https://api.openai.com/v1"
+	DefaultDatabaseURL     = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	DefaultMasterModel     = "gpt-4o"
+	DefaultWorkerModel     = "gpt-4o-mini"
+	DefaultMaxWorkers      = 8
+	DefaultMaxRounds       = 3
+	DefaultMaxTasks        = 6
+	DefaultTaskTimeout     = 5 * time.Minute
+	DefaultTaskLease       = 30 * time.Second
+	DefaultSweepInterval   = 5 * time.Second
+	DefaultMaxAttempts     = 3
+	DefaultWorkerSlots     = 4
+	DefaultLLMConcurrency  = 8
+	DefaultSessionTokens   = 2_000_000
+	DefaultHistoryMessages = 12
+)
+
+// Config is everything callon reads from its environment.
+type Config struct {
+	DiscordToken  string // secret
+	DiscordAppID  string
+	DiscordGuild  string // register commands in this guild only
+	DiscordAPIURL string
+
+	DatabaseURL string // may carry a password: never print it raw
+
+	OpenAIKey     string // secret
+	OpenAIBaseURL string
+	MasterModel   string
+	WorkerModel   string
+
+	RolesFile string
+	HTTPAddr  string
+	LogLevel  slog.Level
+	LogFormat string // "text" or "json"
+
+	Limits Limits
+
+	errs []error // problems found while parsing; reported by Validate
+}
+
+// Limits bound what a team may consume. Every one has a default.
+type Limits struct {
+	MaxWorkers     int           // CALLON_MAX_WORKERS: roles per team
+	MaxRounds      int           // CALLON_MAX_ROUNDS: delegation rounds per turn
+	MaxTasks       int           // CALLON_MAX_TASKS: tasks per round
+	TaskTimeout    time.Duration // CALLON_TASK_TIMEOUT: one worker's time on one task
+	TaskLease      time.Duration // CALLON_TASK_LEASE: heartbeat every third of it
+	SweepInterval  time.Duration // CALLON_SWEEP_INTERVAL: expired leases are requeued this often
+	MaxAttempts    int           // CALLON_MAX_ATTEMPTS: claims of one task before it fails
+	WorkerSlots    int           // CALLON_WORKER_SLOTS: tasks one process runs at once
+	LLMConcurrency int           // CALLON_LLM_CONCURRENCY: LLM calls one process makes at once
+	SessionTokens  int64         // CALLON_MAX_SESSION_TOKENS: 0 means unlimited
+	History        int           // CALLON_HISTORY: recent messages the master sees verbatim
+}
+
+// Load reads the configuration through getenv (os.Getenv in production).
+// It never fails: problems are kept and reported together by Validate.
+func Load(getenv func(string) string) Config {
+	p := parser{getenv: getenv}
+	c := Config{
+		DiscordToken:  strings.TrimSpace(getenv("DISCORD_TOKEN")),
+		DiscordAppID:  p.snowflake("DISCORD_APP_ID"),
+		DiscordGuild:  p.snowflake("DISCORD_GUILD_ID"),
+		DiscordAPIURL: p.url("DISCORD_API_URL", DefaultDiscordAPIURL),
+		DatabaseURL:   cmp.Or(strings.TrimSpace(getenv("DATABASE_URL")), DefaultDatabaseURL),
+		OpenAIKey:     strings.TrimSpace(getenv("OPENAI_API_KEY")),
+		OpenAIBaseURL: p.url("OPENAI_BASE_URL", DefaultOpenAIBaseURL),
+		MasterModel:   cmp.Or(strings.TrimSpace(getenv("CALLON_MASTER_MODEL")), DefaultMasterModel),
+		WorkerModel:   cmp.Or(strings.TrimSpace(getenv("CALLON_WORKER_MODEL")), DefaultWorkerModel),
+		RolesFile:     strings.TrimSpace(getenv("CALLON_ROLES_FILE")),
+		HTTPAddr:      strings.TrimSpace(getenv("CALLON_HTTP_ADDR")),
+		LogLevel:      p.level("LOG_LEVEL"),
+		LogFormat:     p.oneOf("LOG_FORMAT", "text", "text", "json"),
+		Limits: Limits{
+			MaxWorkers:     p.int("CALLON_MAX_WORKERS", DefaultMaxWorkers, 1, 25),
+			MaxRounds:      p.int("CALLON_MAX_ROUNDS", DefaultMaxRounds, 1, 20),
+			MaxTasks:       p.int("CALLON_MAX_TASKS", DefaultMaxTasks, 1, 50),
+			TaskTimeout:    p.duration("CALLON_TASK_TIMEOUT", DefaultTaskTimeout, time.Second, 24*time.Hour),
+			TaskLease:      p.duration("CALLON_TASK_LEASE", DefaultTaskLease, 3*time.Second, time.Hour),
+			SweepInterval:  p.duration("CALLON_SWEEP_INTERVAL", DefaultSweepInterval, 100*time.Millisecond, time.Hour),
+			MaxAttempts:    p.int("CALLON_MAX_ATTEMPTS", DefaultMaxAttempts, 1, 10),
+			WorkerSlots:    p.int("CALLON_WORKER_SLOTS", DefaultWorkerSlots, 1, 256),
+			LLMConcurrency: p.int("CALLON_LLM_CONCURRENCY", DefaultLLMConcurrency, 1, 1024),
+			SessionTokens:  int64(p.int("CALLON_MAX_SESSION_TOKENS", DefaultSessionTokens, 0, 1<<31-1)),
+			History:        p.int("CALLON_HISTORY", DefaultHistoryMessages, 2, 200),
+		},
+	}
+	c.errs = p.errs
+	if c.DatabaseURL != "" {
+		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			// The raw value may hold a password: describe it, never echo it.
+			c.errs = append(c.errs, fieldError("DATABASE_URL", "must be a postgres:// URL"))
+		}
+	}
+	return c
+}
+
+// Need says which parts of the configuration a command requires.
+type Need uint8
+
+// What a command may need beyond a valid database URL.
+const (
+	NeedDiscord Need = 1 << iota // DISCORD_TOKEN
+	NeedLLM                      // OPENAI_API_KEY for api.openai.com
+)
+
+// Validate reports every invalid field at once, each naming its variable
+// and what is wrong, joined in one error. need adds the variables the
+// calling command requires.
+func (c Config) Validate(need Need) error {
+	errs := append([]error(nil), c.errs...)
+	if need&NeedDiscord != 0 && c.DiscordToken == "" {
+		errs = append(errs, fieldError("DISCORD_TOKEN", "is required (the bot token from the Discord Developer Portal)"))
+	}
+	if need&NeedLLM != 0 && c.OpenAIKey == "" && strings.HasPrefix(c.OpenAIBaseURL, DefaultOpenAIBaseURL) {
+		errs = append(errs, fieldError("OPENAI_API_KEY", "is required for "+DefaultOpenAIBaseURL+" (servers such as Ollama need none: set OPENAI_BASE_URL)"))
+	}
+	if c.Limits.SweepInterval > c.Limits.TaskLease {
+		errs = append(errs, fieldError("CALLON_SWEEP_INTERVAL", "must not be longer than CALLON_TASK_LEASE"))
+	}
+	return errors.Join(errs...)
+}
+
+// String describes the configuration with every secret redacted.
+func (c Config) String() string {
+	l := c.Limits
+	return fmt.Sprintf("discord_token=%s discord_app_id=%q discord_guild_id=%q discord_api_url=%s "+
+		"database_url=%s openai_api_key=%s openai_base_url=%s master_model=%s worker_model=%s "+
+		"roles_file=%q http_addr=%q log_level=%s log_format=%s max_workers=%d max_rounds=%d max_tasks=%d "+
+		"task_timeout=%s task_lease=%s sweep_interval=%s max_attempts=%d worker_slots=%d llm_concurrency=%d "+
+		"max_session_tokens=%d history=%d",
+		redact(c.DiscordToken), c.DiscordAppID, c.DiscordGuild, c.DiscordAPIURL,
+		RedactURL(c.DatabaseURL), redact(c.OpenAIKey), c.OpenAIBaseURL, c.MasterModel, c.WorkerModel,
+		c.RolesFile, c.HTTPAddr, c.LogLevel, c.LogFormat, l.MaxWorkers, l.MaxRounds, l.MaxTasks,
+		l.TaskTimeout, l.TaskLease, l.SweepInterval, l.MaxAttempts, l.WorkerSlots, l.LLMConcurrency,
+		l.SessionTokens, l.History)
+}
+
+// LogValue keeps secrets out of structured logs too.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// Heartbeat is how often a worker extends its lease: a third of it, so two
+// heartbeats can be lost before a lease lapses.
+func (l Limits) Heartbeat() time.Duration { return l.TaskLease / 3 }
+
+// RedactURL returns u with any password replaced by "xxxxx". A value that
+// does not parse is replaced whole, since it might be a password itself.
+func RedactURL(u string) string {
+	if u == "" {
+		return ""
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparseable, redacted)"
+	}
+	return p.Redacted()
+}
+
+func redact(secret string) string {
+	if secret == "" {
+		return "(unset)"
+	}
+	return "(set)"
+}
+
+// FieldError is one invalid variable.
+type FieldError struct {
+	Var     string
+	Problem string
+}
+
+func (e *FieldError) Error() string { return e.Var + ": " + e.Problem }
+
+func fieldError(v, problem string) error { return &FieldError{Var: v, Problem: problem} }
+
+// parser reads typed values and keeps every problem it meets.
+type parser struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (p *parser) fail(v, format string, args ...any) {
+	p.errs = append(p.errs, fieldError(v, fmt.Sprintf(format, args...)))
+}
+
+func (p *parser) int(v string, def, lo, hi int) int {
+	s := strings.TrimSpace(p.getenv(v))
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(strings.ReplaceAll(s, "_", ""))
+	if err != nil || n < lo || n > hi {
+		p.fail(v, "must be a whole number from %d to %d, got %q", lo, hi, s)
+		return def
+	}
+	return n
+}
+
+func (p *parser) duration(v string, def, lo, hi time.Duration) time.Duration {
+	s := strings.TrimSpace(p.getenv(v))
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < lo || d > hi {
+		p.fail(v, "must be a duration from %s to %s such as \"30s\" or \"5m\", got %q", lo, hi, s)
+		return def
+	}
+	return d
+}
+
+func (p *parser) url(v, def string) string {
+	s := strings.TrimRight(strings.TrimSpace(p.getenv(v)), "/")
+	if s == "" {
+		return def
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.fail(v, "must be an http:// or https:// URL, got %q", s)
+		return def
+	}
+	return s
+}
+
+func (p *parser) snowflake(v string) string {
+	s := strings.TrimSpace(p.getenv(v))
+	if s == "" {
+		return ""
+	}
+	if _, err := strconv.ParseUint(s, 10, 64); err != nil {
+		p.fail(v, "must be a numeric Discord id, got %q", s)
+		return ""
+	}
+	return s
+}
+
+func (p *parser) oneOf(v, def string, allowed ...string) string {
+	s := strings.ToLower(strings.TrimSpace(p.getenv(v)))
+	if s == "" {
+		return def
+	}
+	for _, a := range allowed {
+		if s == a {
+			return s
+		}
+	}
+	p.fail(v, "must be one of %s, got %q", strings.Join(allowed, ", "), s)
+	return def
+}
+
+func (p *parser) level(v string) slog.Level {
+	s := strings.TrimSpace(p.getenv(v))
+	if s == "" {
+		return slog.LevelInfo
+	}
+	var l slog.Level
+	switch strings.ToLower(s) {
+	case "debug", "info", "warn", "error":
+		_ = l.UnmarshalText([]byte(s))
+		return l
+	}
+	p.fail(v, "must be one of debug, info, warn, error, got %q", s)
+	return slog.LevelInfo
+}

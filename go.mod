@@ -1,0 +1,20 @@
+module github.com/callonbot/callon
+
+go 1.26.0
+
+require (
+	github.com/bwmarrin/discordgo v0.29.0
+	github.com/gorilla/websocket v1.4.2
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/sashabaranov/go-openai v1.43.0
+	golang.org/x/sync v0.24.0
+)
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)

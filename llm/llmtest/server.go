@@ -1,0 +1,350 @@
+package llmtest
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// StatusClientGone is the Status recorded for a request whose client went
+// away (cancelled, timed out) before it was answered.
+const StatusClientGone = 499
+
+// waitTimeout bounds WaitRequests and WaitAnswered.
+const waitTimeout = 10 * time.Second
+
+// Server is a fake OpenAI-compatible server answering from a Script.
+type Server struct {
+	tb     testing.TB
+	script Script
+	key    string
+	models []string
+	http   *httptest.Server
+	done   chan struct{} // closed when the test ends; releases Hang and Delay
+
+	mu          sync.Mutex
+	records     []Record
+	changed     chan struct{} // closed and replaced whenever records change
+	inFlight    int
+	maxInFlight int
+	ids         int
+}
+
+// Record is one chat completion request the server received.
+type Record struct {
+	Request Request
+	// Arrived is when the request reached the server.
+	Arrived time.Time
+	// Answered is when the server had decided the answer, just before the
+	// client could see it; zero while the request is in flight.
+	Answered time.Time
+	// Status is the HTTP status answered (StatusClientGone if the client
+	// left first); zero while in flight.
+	Status int
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithModels sets the models GET /v1/models lists (default gpt-4o and
+// gpt-4o-mini).
+func WithModels(names ...string) Option {
+	return func(s *Server) { s.models = names }
+}
+
+// WithAPIKey sets the API key the server expects (default a random
+// "sk-llmtest-…" key).
+func WithAPIKey(key string) Option {
+	return func(s *Server) { s.key = key }
+}
+
+// New starts a server answering chat completions with script; it is closed
+// when the test ends. A nil script treats every chat request as Unexpected.
+func New(tb testing.TB, script Script, opts ...Option) *Server {
+	tb.Helper()
+	if script == nil {
+		script = func(Request) Reply { return Unexpected("no script, but a chat request arrived") }
+	}
+	s := &Server{
+		tb:      tb,
+		script:  script,
+		key:     "sk-llmtest-" + rand.Text(),
+		models:  []string{"gpt-4o", "gpt-4o-mini"},
+		done:    make(chan struct{}),
+		changed: make(chan struct{}),
+	}
+	for _, opt := range opts {
+		opt(s)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.tb.Errorf("llmtest: unexpected request %s %s", r.Method, r.URL.Path)
+		writeError(w, http.StatusNotFound, "invalid_request_error", "llmtest: no route "+r.Method+" "+r.URL.Path)
+	})
+	s.http = httptest.NewServer(mux)
+	tb.Cleanup(func() {
+		close(s.done)
+		s.http.Close()
+	})
+	return s
+}
+
+// URL returns the base URL of the API, ending in /v1 (an OPENAI_BASE_URL).
+func (s *Server) URL() string { return s.http.URL + "/v1" }
+
+// APIKey returns the key the server expects as "Authorization: Bearer …";
+// other requests get 401.
+func (s *Server) APIKey() string { return s.key }
+
+// Requests returns every chat completion request received so far, in order
+// of arrival.
+func (s *Server) Requests() []Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.records)
+}
+
+// WaitRequests waits until at least n chat completion requests have
+// arrived and returns the records so far. It fails the test after 10s.
+func (s *Server) WaitRequests(tb testing.TB, n int) []Record {
+	tb.Helper()
+	return s.waitUntil(tb, fmt.Sprintf("%d requests to arrive", n), func(recs []Record) bool {
+		return len(recs) >= n
+	})
+}
+
+// WaitAnswered waits until at least n chat completion requests have been
+// answered (or abandoned by their client) and returns the records so far.
+// It fails the test after 10s.
+func (s *Server) WaitAnswered(tb testing.TB, n int) []Record {
+	tb.Helper()
+	return s.waitUntil(tb, fmt.Sprintf("%d requests to be answered", n), func(recs []Record) bool {
+		answered := 0
+		for _, r := range recs {
+			if !r.Answered.IsZero() {
+				answered++
+			}
+		}
+		return answered >= n
+	})
+}
+
+// MaxInFlight returns the largest number of chat completion requests the
+// server was handling at the same time.
+func (s *Server) MaxInFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxInFlight
+}
+
+// Overlapping reports whether the requests were all in flight together at
+// some instant: each arrived before any of them was answered. That shows
+// they ran in parallel. It is false for fewer than two records.
+func Overlapping(records ...Record) bool {
+	if len(records) < 2 {
+		return false
+	}
+	var lastArrival, firstAnswer time.Time
+	for _, r := range records {
+		if r.Arrived.After(lastArrival) {
+			lastArrival = r.Arrived
+		}
+		if !r.Answered.IsZero() && (firstAnswer.IsZero() || r.Answered.Before(firstAnswer)) {
+			firstAnswer = r.Answered
+		}
+	}
+	return firstAnswer.IsZero() || lastArrival.Before(firstAnswer)
+}
+
+func (s *Server) waitUntil(tb testing.TB, what string, done func([]Record) bool) []Record {
+	tb.Helper()
+	timeout := time.NewTimer(waitTimeout)
+	defer timeout.Stop()
+	for {
+		s.mu.Lock()
+		recs, changed := slices.Clone(s.records), s.changed
+		s.mu.Unlock()
+		if done(recs) {
+			return recs
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			tb.Fatalf("llmtest: waited %v for %s; %d arrived", waitTimeout, what, len(recs))
+		}
+	}
+}
+
+// arrive records a new request and returns its index.
+func (s *Server) arrive(rec Record) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records = append(s.records, rec)
+	s.inFlight++
+	s.maxInFlight = max(s.maxInFlight, s.inFlight)
+	s.notifyLocked()
+	return len(s.records) - 1
+}
+
+// answer records that request i was answered with status. It runs before
+// the answer's last bytes are written, so a client that has its answer
+// always finds it recorded.
+func (s *Server) answer(i, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records[i].Answered = time.Now()
+	s.records[i].Status = status
+	s.inFlight--
+	s.notifyLocked()
+}
+
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// newID returns a fresh identifier with the prefix.
+func (s *Server) newID(prefix string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids++
+	return fmt.Sprintf("%s%d", prefix, s.ids)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	return r.Header.Get("Authorization") == "Bearer "+s.key
+}
+
+func writeUnauthorized(w http.ResponseWriter) {
+	writeError(w, http.StatusUnauthorized, "invalid_request_error", "Incorrect API key provided.")
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(r) {
+		writeUnauthorized(w)
+		return
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, m := range s.models {
+		list.Data = append(list.Data, model{ID: m, Object: "model", OwnedBy: "llmtest"})
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
+	body, err := io.ReadAll(r.Body)
+	req, perr := parseRequest(body)
+	if err != nil {
+		perr = err
+	}
+	i := s.arrive(Record{Request: req, Arrived: arrived})
+	if !s.authorized(r) {
+		s.answer(i, http.StatusUnauthorized)
+		writeUnauthorized(w)
+		return
+	}
+	if perr != nil {
+		s.tb.Errorf("llmtest: bad chat completion request: %v", perr)
+		s.answer(i, http.StatusBadRequest)
+		writeError(w, http.StatusBadRequest, "invalid_request_error", perr.Error())
+		return
+	}
+	reply := s.run(req)
+	if reply.unexpected != "" {
+		s.tb.Errorf("llmtest: %s", reply.unexpected)
+	}
+	if !s.wait(r, reply) {
+		s.answer(i, StatusClientGone)
+		return
+	}
+	for k, v := range reply.header {
+		w.Header()[k] = v
+	}
+	if reply.isFault() {
+		s.answer(i, reply.status)
+		writeError(w, reply.status, reply.errType, reply.message)
+		return
+	}
+	if req.Stream {
+		s.stream(w, i, req, reply)
+		return
+	}
+	resp := s.completion(req, reply)
+	s.answer(i, http.StatusOK)
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// run calls the script, turning a panic into an Unexpected reply.
+func (s *Server) run(req Request) (reply Reply) {
+	defer func() {
+		if p := recover(); p != nil {
+			reply = Unexpected("script panicked: %v", p)
+		}
+	}()
+	return s.script(req)
+}
+
+// wait applies the reply's delay or hang; it reports false when the client
+// went away (or the server closed) first.
+func (s *Server) wait(r *http.Request, reply Reply) bool {
+	if reply.hang {
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
+		return false
+	}
+	if reply.delay <= 0 {
+		return true
+	}
+	t := time.NewTimer(reply.delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+	case <-s.done:
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, errType, message string) {
+	var code any
+	switch status {
+	case http.StatusTooManyRequests:
+		code = "rate_limit_exceeded"
+	case http.StatusUnauthorized:
+		code = "invalid_api_key"
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{
+		"message": message,
+		"type":    errType,
+		"param":   nil,
+		"code":    code,
+	}})
+}

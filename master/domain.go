@@ -1,0 +1,173 @@
+// Package master is callon's domain core: the types of a team session
+// (Session, Role, Turn, Task, Signal), the orchestrator that runs a turn
+// (routing, fan-out and fan-in, merging, budgets), and the small interfaces
+// it consumes (Store, LLM, Messenger). It imports no other package of ours.
+package master
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Sentinel errors shared by the store and the orchestrator.
+var (
+	// ErrNotFound means the row asked for does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrStale means a guarded update matched nothing: the task was
+	// re-claimed, the turn moved on, or the lease was lost. The caller's
+	// result is obsolete and was not applied.
+	ErrStale = errors.New("stale: state changed underneath")
+	// ErrSessionActive means the thread already has an active session.
+	ErrSessionActive = errors.New("thread already has an active session")
+)
+
+// SessionState is the life cycle of a team session.
+type SessionState string
+
+// Session states.
+const (
+	SessionActive    SessionState = "active"
+	SessionDissolved SessionState = "dissolved"
+)
+
+// Session is one team bound to one Discord thread.
+type Session struct {
+	ID        int64
+	GuildID   string
+	ChannelID string // the text channel the thread lives in
+	ThreadID  string
+	OwnerID   string
+	Goal      string
+	State     SessionState
+	ReportTo  string // channel or thread id to report back to; "" for none
+	Summary   string // running summary of older exchanges
+	Usage     Usage  // tokens used by the session so far
+	CreatedAt time.Time
+	EndedAt   time.Time // zero while active
+}
+
+// Role is a member of a team: a specialist with its own prompt and model.
+type Role struct {
+	Name        string // lowercase slug, unique within a roster
+	Description string // one line; the master routes by it
+	Prompt      string // the role's system prompt
+	Model       string // "" means the configured worker model
+	Temperature *float32
+	MaxTokens   int
+	Timeout     time.Duration // 0 means the configured task timeout
+}
+
+// TurnState is the life cycle of a turn.
+type TurnState string
+
+// Turn states.
+const (
+	TurnQueued    TurnState = "queued"    // recorded; waits for earlier turns of its session
+	TurnRunning   TurnState = "running"   // the master or its workers are on it
+	TurnWaiting   TurnState = "waiting"   // the master asked the user; the next message answers
+	TurnDone      TurnState = "done"      // the reply is in the outbox
+	TurnCancelled TurnState = "cancelled" // the session ended first
+)
+
+// Turn is the work caused by one user message: every round of delegation
+// and the one reply. Its origin (guild, channel, thread, message) lives on
+// the turn, so the reply always goes where the message came from.
+type Turn struct {
+	ID        int64
+	SessionID int64
+	MessageID string // the triggering Discord message; unique
+	GuildID   string
+	ChannelID string // where the message was posted: the session's thread
+	AuthorID  string
+	Content   string
+	State     TurnState
+	Round     int // the current round of delegation; 0 before the first
+	// StatusMessageID is the Discord message showing the team's progress.
+	StatusMessageID string
+	// ReplyMessageID is the Discord id of the reply's first part, once sent.
+	ReplyMessageID string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// TaskState is the life cycle of a task.
+type TaskState string
+
+// Task states. Everything but queued and running is terminal.
+const (
+	TaskQueued    TaskState = "queued"
+	TaskRunning   TaskState = "running"
+	TaskDone      TaskState = "done"
+	TaskFailed    TaskState = "failed"
+	TaskBlocked   TaskState = "blocked"
+	TaskNeedInfo  TaskState = "need_info"
+	TaskCancelled TaskState = "cancelled"
+	TaskTimeout   TaskState = "timeout"
+)
+
+// Terminal reports whether a task in state s has ended.
+func (s TaskState) Terminal() bool { return s != TaskQueued && s != TaskRunning }
+
+// Task is one scoped subtask for one role, in one round of one turn.
+type Task struct {
+	ID          int64
+	SessionID   int64
+	TurnID      int64
+	Round       int
+	Role        string
+	Instruction string
+	DependsOn   []int64 // ids of tasks whose results this one needs
+	State       TaskState
+	Attempt     int
+	WorkerID    string
+	LeaseUntil  time.Time
+	Result      string
+	Error       string
+	Usage       Usage
+	CreatedAt   time.Time
+	StartedAt   time.Time // zero until first claimed
+	EndedAt     time.Time // zero until terminal
+}
+
+// NewTask is a task to enqueue. DependsOn holds indexes into the same
+// batch, as the delegate tool expresses them.
+type NewTask struct {
+	Role        string
+	Instruction string
+	DependsOn   []int
+}
+
+// Outcome is how a worker ended a task.
+type Outcome struct {
+	State  TaskState // done, failed, blocked, need_info or timeout
+	Result string    // the worker's result, or its question for need_info
+	Error  string    // why it failed
+	Usage  Usage
+}
+
+// SignalKind names an event on the team's bus.
+type SignalKind string
+
+// Signal kinds.
+const (
+	SignalAck          SignalKind = "ACK"
+	SignalProgress     SignalKind = "PROGRESS"
+	SignalTaskComplete SignalKind = "TASK_COMPLETE"
+	SignalBlocked      SignalKind = "BLOCKED"
+	SignalNeedInfo     SignalKind = "NEED_INFO"
+	SignalHandoff      SignalKind = "HANDOFF"
+	SignalReport       SignalKind = "REPORT"
+	SignalWebhook      SignalKind = "WEBHOOK"
+)
+
+// Signal is one append-only event: written by the runtime in the same
+// transaction as the state change it describes.
+type Signal struct {
+	ID        int64
+	SessionID int64
+	TaskID    int64 // 0 when the signal is about the session
+	Kind      SignalKind
+	Payload   json.RawMessage
+	At        time.Time
+}

@@ -1,0 +1,76 @@
+package master
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// LLM is a chat-completions model that can call tools. The llm package
+// implements it over any OpenAI-compatible server.
+type LLM interface {
+	Chat(ctx context.Context, req ChatRequest) (ChatResponse, error)
+}
+
+// Chat message roles.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// ChatRequest is one call to a model.
+type ChatRequest struct {
+	Model    string
+	Messages []Message
+	Tools    []Tool
+	// ToolChoice is "" (the model decides), "auto", "none" or "required".
+	ToolChoice  string
+	Temperature *float32
+	// MaxTokens bounds the answer; zero leaves it to the server.
+	MaxTokens int
+}
+
+// Message is one chat message.
+type Message struct {
+	Role       string
+	Content    string
+	ToolCalls  []ToolCall // assistant messages that called tools
+	ToolCallID string     // tool messages: the call they answer
+}
+
+// Tool is a function the model may call; Parameters is a JSON schema.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
+
+// ToolCall is the model's request to call a tool. Arguments is the raw JSON
+// text the model produced; it may be malformed.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// ChatResponse is a model's answer: text, tool calls, or both.
+type ChatResponse struct {
+	Content   string
+	ToolCalls []ToolCall
+	Usage     Usage
+}
+
+// Usage counts the tokens of one or more calls.
+type Usage struct {
+	PromptTokens     int64
+	CompletionTokens int64
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{u.PromptTokens + v.PromptTokens, u.CompletionTokens + v.CompletionTokens}
+}
+
+// Total is prompt plus completion tokens.
+func (u Usage) Total() int64 { return u.PromptTokens + u.CompletionTokens }

@@ -1,0 +1,360 @@
+package master
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config tunes the orchestrator. Zero values take the documented defaults.
+type Config struct {
+	Owner         string // this process, for master leases
+	Model         string // the master's model
+	MaxRounds     int    // delegation rounds per turn
+	MaxTasks      int    // tasks per round
+	MaxRoles      int    // roles per team
+	History       int    // recent exchanges shown verbatim
+	SessionTokens int64  // per-session token budget; 0 means none
+	Lease         time.Duration
+	Poll          time.Duration // fallback poll when no wake-up comes
+	Concurrency   int           // sessions stepped at once
+	Wake          <-chan string // hints from the store's listener
+}
+
+func (c Config) withDefaults() Config {
+	c.MaxRounds = cmp.Or(c.MaxRounds, 3)
+	c.MaxTasks = cmp.Or(c.MaxTasks, 6)
+	c.MaxRoles = cmp.Or(c.MaxRoles, 8)
+	c.History = cmp.Or(c.History, 12)
+	c.Lease = cmp.Or(c.Lease, 30*time.Second)
+	c.Poll = cmp.Or(c.Poll, 2*time.Second)
+	c.Concurrency = cmp.Or(c.Concurrency, 8)
+	return c
+}
+
+// Orchestrator runs the master of every active session: one turn at a
+// time per session, woken by the store, with fan-in decided in code.
+type Orchestrator struct {
+	cfg   Config
+	store Store
+	llm   LLM
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	running map[int64]bool // sessions stepped by this process now
+	done    chan struct{}  // a step ended: look again
+}
+
+// NewOrchestrator returns an orchestrator; Run starts it.
+func NewOrchestrator(cfg Config, store Store, llm LLM, logger *slog.Logger) *Orchestrator {
+	return &Orchestrator{
+		cfg:     cfg.withDefaults(),
+		store:   store,
+		llm:     llm,
+		log:     logger.With("component", "master"),
+		running: make(map[int64]bool),
+		done:    make(chan struct{}, 1),
+	}
+}
+
+// Run steps sessions that need their master until ctx ends, then waits
+// for the steps in flight (which see ctx cancelled) to return.
+func (o *Orchestrator) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sem := make(chan struct{}, o.cfg.Concurrency)
+	for {
+		ids, err := o.pending(ctx)
+		if err != nil && ctx.Err() == nil {
+			o.log.Warn("list pending sessions", "err", err)
+		}
+		for _, id := range ids {
+			if !o.claimLocal(id) {
+				continue
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				o.releaseLocal(id)
+				return nil
+			}
+			wg.Go(func() {
+				defer func() { <-sem; o.releaseLocal(id) }()
+				o.step(ctx, id)
+			})
+		}
+		if err := o.wait(ctx); err != nil {
+			return nil
+		}
+	}
+}
+
+func (o *Orchestrator) pending(ctx context.Context) ([]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return o.store.PendingSessions(ctx, o.cfg.Owner)
+}
+
+// wait returns on a wake-up, a finished step, or the jittered poll.
+func (o *Orchestrator) wait(ctx context.Context) error {
+	poll := time.NewTimer(jitter(o.cfg.Poll))
+	defer poll.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-o.cfg.Wake:
+	case <-o.done:
+	case <-poll.C:
+	}
+	return nil
+}
+
+func (o *Orchestrator) claimLocal(id int64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.running[id] {
+		return false
+	}
+	o.running[id] = true
+	return true
+}
+
+func (o *Orchestrator) releaseLocal(id int64) {
+	o.mu.Lock()
+	delete(o.running, id)
+	o.mu.Unlock()
+	select {
+	case o.done <- struct{}{}:
+	default:
+	}
+}
+
+// step runs the session's master while it has something to decide.
+func (o *Orchestrator) step(ctx context.Context, sessionID int64) {
+	log := o.log.With("session_id", sessionID)
+	ok, err := o.store.AcquireMaster(ctx, sessionID, o.cfg.Owner, o.cfg.Lease)
+	if err != nil || !ok {
+		if err != nil && ctx.Err() == nil {
+			log.Warn("acquire master lease", "err", err)
+		}
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go o.keepLease(ctx, cancel, sessionID)
+	defer func() {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer rcancel()
+		if err := o.store.ReleaseMaster(rctx, sessionID, o.cfg.Owner); err != nil {
+			log.Warn("release master lease", "err", err)
+		}
+	}()
+	// A turn that ends lets the next queued one start; bound the loop
+	// so one busy session cannot starve the others.
+	for range 8 {
+		progressed, err := o.advance(ctx, sessionID)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, ErrStale) {
+				log.Error("master step", "err", err)
+			}
+			return
+		}
+		if !progressed {
+			return
+		}
+	}
+}
+
+// keepLease extends the master lease while a step runs and cancels the
+// step if the lease is lost.
+func (o *Orchestrator) keepLease(ctx context.Context, cancel context.CancelFunc, sessionID int64) {
+	t := time.NewTicker(o.cfg.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			ok, err := o.store.AcquireMaster(ctx, sessionID, o.cfg.Owner, o.cfg.Lease)
+			if ctx.Err() != nil {
+				return
+			}
+			if err == nil && !ok {
+				o.log.Warn("master lease lost", "session_id", sessionID)
+				cancel()
+				return
+			}
+		}
+	}
+}
+
+// advance makes one decision for the session's open turn, if it needs
+// one. It reports whether anything changed.
+func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (bool, error) {
+	turn, err := o.store.OpenTurn(ctx, sessionID)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("open turn: %w", err)
+	}
+	tasks, err := o.store.TurnTasks(ctx, turn.ID)
+	if err != nil {
+		return false, fmt.Errorf("turn tasks: %w", err)
+	}
+	for _, t := range tasks {
+		if t.Round == turn.Round && !t.State.Terminal() {
+			return false, nil // fan-in: the round is still running
+		}
+	}
+	session, err := o.store.Session(ctx, sessionID)
+	if err != nil {
+		return false, fmt.Errorf("session: %w", err)
+	}
+	roster, err := o.store.Roster(ctx, sessionID)
+	if err != nil {
+		return false, fmt.Errorf("roster: %w", err)
+	}
+	history, err := o.store.History(ctx, sessionID, turn.ID, o.cfg.History/2+maxSummaryLines)
+	if err != nil {
+		return false, fmt.Errorf("history: %w", err)
+	}
+	tc := turnContext{
+		session:   session,
+		roster:    roster,
+		history:   history,
+		recent:    max(o.cfg.History/2, 1),
+		turn:      turn,
+		tasks:     tasks,
+		maxRounds: o.cfg.MaxRounds,
+	}
+	switch {
+	case turn.Round >= o.cfg.MaxRounds:
+		tc.mustReply = fmt.Sprintf("You have used all %d rounds of delegation for this message.", o.cfg.MaxRounds)
+	case o.cfg.SessionTokens > 0 && session.Usage.Total() >= o.cfg.SessionTokens:
+		tc.mustReply = "This session has used its token budget."
+	}
+	g := Guard{SessionID: sessionID, TurnID: turn.ID, Round: turn.Round, Owner: o.cfg.Owner}
+	return true, o.decide(ctx, g, tc)
+}
+
+// decide asks the model for a decision and applies it. A malformed call
+// gets one retry with the validation error; replan continues the turn.
+func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) error {
+	log := o.log.With("session_id", g.SessionID, "turn_id", g.TurnID, "round", g.Round)
+	msgs := masterMessages(tc)
+	var usage Usage
+	retried, replans := false, 0
+	for {
+		tools := masterTools(tc.roster, o.cfg.MaxTasks, o.cfg.MaxRoles, tc.mustReply != "")
+		resp, err := o.llm.Chat(ctx, ChatRequest{Model: o.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			log.Error("master model call failed", "err", err)
+			return o.finish(ctx, g, OutReply, TurnDone, "Sorry, I could not reach the team's language model just now, so I have no answer yet. Please send your message again in a moment.", usage)
+		}
+		usage = usage.Add(resp.Usage)
+		if len(resp.ToolCalls) == 0 {
+			if text := strings.TrimSpace(resp.Content); text != "" {
+				return o.finish(ctx, g, OutReply, TurnDone, text, usage) // a text-only answer is a reply
+			}
+			resp.ToolCalls = []ToolCall{{ID: "missing", Name: "", Arguments: ""}}
+		}
+		msgs = append(msgs, Message{Role: RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
+		var problems []string
+		var replanned bool
+		for _, call := range resp.ToolCalls {
+			d, err := parseDecision(call, tc.roster, o.cfg.MaxTasks, o.cfg.MaxRoles, tc.mustReply != "")
+			if err != nil {
+				problems = append(problems, err.Error())
+				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: "Error: " + err.Error()})
+				continue
+			}
+			switch d.tool {
+			case ToolReply:
+				return o.finish(ctx, g, OutReply, TurnDone, d.text, usage)
+			case ToolAskUser:
+				return o.finish(ctx, g, OutQuestion, TurnWaiting, d.text, usage)
+			case ToolDelegate:
+				ids, err := o.store.Delegate(ctx, g, d.tasks, usage)
+				if err != nil {
+					return fmt.Errorf("delegate: %w", err)
+				}
+				log.Info("delegated", "tasks", len(ids), "round", g.Round+1)
+				return nil
+			case ToolReplan:
+				roster := mergeRoster(tc.roster, d.roles)
+				removed, err := o.store.Replan(ctx, g, roster, usage)
+				if err != nil {
+					return fmt.Errorf("replan: %w", err)
+				}
+				usage = Usage{}
+				tc.roster = roster
+				replanned = true
+				log.Info("replanned", "roles", RoleNames(roster), "removed", removed, "reason", d.reason)
+				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: "The team is now: " + strings.Join(RoleNames(roster), ", ") + ". Continue."})
+			}
+		}
+		switch {
+		case replanned && replans < 2:
+			replans++
+		case len(problems) > 0 && !retried:
+			retried = true
+			log.Warn("malformed master decision; retrying once", "problems", problems)
+		default:
+			log.Error("master gave no usable decision", "problems", problems)
+			return o.finish(ctx, g, OutReply, TurnDone, "Sorry, I got confused working out how to handle that. Could you rephrase or try again?", usage)
+		}
+	}
+}
+
+// finish posts the turn's one reply (or question) through the outbox.
+func (o *Orchestrator) finish(ctx context.Context, g Guard, kind OutKind, state TurnState, text string, usage Usage) error {
+	parts := Split(text, MaxMessageLen)
+	if len(parts) > maxReplyParts {
+		parts = append(parts[:maxReplyParts-1], Truncate(parts[maxReplyParts-1], MaxMessageLen-40)+"\n*(reply shortened)*")
+	}
+	if len(parts) == 0 {
+		parts = []string{"(no answer)"}
+	}
+	if err := o.store.Finish(ctx, g, Finish{Kind: kind, State: state, Parts: parts, Usage: usage}); err != nil {
+		return fmt.Errorf("finish turn: %w", err)
+	}
+	o.log.Info("turn answered", "session_id", g.SessionID, "turn_id", g.TurnID, "kind", kind, "parts", len(parts), "tokens", usage.Total())
+	return nil
+}
+
+// maxReplyParts bounds how many messages one reply may become.
+const maxReplyParts = 10
+
+// mergeRoster applies a replan: listed names keep their prompt and model
+// when they already exist; new names get a prompt from their description.
+func mergeRoster(old, sketch []Role) []Role {
+	byName := make(map[string]Role, len(old))
+	for _, r := range old {
+		byName[r.Name] = r
+	}
+	out := make([]Role, 0, len(sketch))
+	for _, s := range sketch {
+		r, ok := byName[s.Name]
+		if !ok {
+			r = Role{Name: s.Name, Prompt: "Your speciality: " + s.Description}
+		}
+		r.Description = s.Description
+		out = append(out, r)
+	}
+	return out
+}
+
+// jitter spreads d by ±20% so processes do not poll in lockstep.
+func jitter(d time.Duration) time.Duration {
+	return d - d/5 + time.Duration(rand.Int64N(int64(d)*2/5+1))
+}

@@ -1,0 +1,156 @@
+package master
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Bounds that keep the master's context small however long a session runs.
+const (
+	maxHistoryChars = 1500 // one message or answer in the recent history
+	maxResultChars  = 4000 // one worker result shown to the master
+	maxSummaryLines = 20   // older exchanges condensed into the summary
+)
+
+// turnContext is everything the master sees for one decision.
+type turnContext struct {
+	session   Session
+	roster    []Role
+	history   []Exchange // finished turns before this one, oldest first
+	recent    int        // how many of history are shown verbatim
+	turn      Turn
+	tasks     []Task // this turn's tasks, every round so far
+	maxRounds int
+	mustReply string // why only reply is allowed now; "" otherwise
+}
+
+// masterMessages builds the bounded chat context for one master decision:
+// the goal, the roster, a summary of older exchanges, the recent ones
+// verbatim, the user's message, and this turn's rounds with their results.
+func masterMessages(c turnContext) []Message {
+	older, recent := c.history, []Exchange(nil)
+	if n := len(c.history); n > c.recent {
+		older, recent = c.history[:n-c.recent], c.history[n-c.recent:]
+	} else {
+		older, recent = nil, c.history
+	}
+	msgs := []Message{{Role: RoleSystem, Content: masterSystemPrompt(c, older)}}
+	for _, e := range recent {
+		msgs = append(msgs, Message{Role: RoleUser, Content: userLine(e.AuthorID, Truncate(e.Message, maxHistoryChars))})
+		answer := Truncate(e.Answer, maxHistoryChars)
+		if e.Asked && len(e.Results) > 0 {
+			answer += "\n\n(Results gathered before this question:)\n" + formatResults(e.Results)
+		}
+		msgs = append(msgs, Message{Role: RoleAssistant, Content: answer})
+	}
+	msgs = append(msgs, Message{Role: RoleUser, Content: userLine(c.turn.AuthorID, c.turn.Content)})
+	for round := 1; round <= c.turn.Round; round++ {
+		var tasks []Task
+		for _, t := range c.tasks {
+			if t.Round == round {
+				tasks = append(tasks, t)
+			}
+		}
+		id := "round-" + strconv.Itoa(round)
+		msgs = append(msgs,
+			Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Name: ToolDelegate, Arguments: delegateArgs(tasks)}}},
+			Message{Role: RoleTool, ToolCallID: id, Content: fmt.Sprintf("Round %d of %d has ended. Results:\n\n%s", round, c.maxRounds, formatResults(tasks))},
+		)
+	}
+	if c.mustReply != "" {
+		msgs = append(msgs, Message{Role: RoleSystem, Content: c.mustReply + " Call reply now with the best answer the results allow, and say plainly what is missing."})
+	}
+	return msgs
+}
+
+func masterSystemPrompt(c turnContext, older []Exchange) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are the coordinator of a team working in a Discord thread on this goal:\n%s\n\n", c.session.Goal)
+	b.WriteString("Your team:\n")
+	for _, r := range c.roster {
+		fmt.Fprintf(&b, "- %s: %s\n", r.Name, r.Description)
+	}
+	b.WriteString(`
+How you work:
+- Every message in the thread comes to you first, and only you post in it. Decide with one tool call:
+  reply (answer directly: for simple questions, or to merge results), delegate (subtasks for team
+  members), ask_user (a question only the user can answer), replan (change the team, then go on).
+- Delegate when a specialist would do better. Independent tasks run in parallel; give a task
+  depends_on when it needs another task's result. Instructions must stand alone: a member sees
+  the goal, its instruction and its dependencies' results, not this conversation.
+- When results come back, reply once: merge them into one clear answer for the user. Do not paste
+  raw results, do not mention internal task numbers, and never invent results you do not have.
+  If a task failed, work around it or say what is missing.
+`)
+	fmt.Fprintf(&b, "- You may delegate at most %d rounds for one message; then you must reply.\n", c.maxRounds)
+	b.WriteString("- Write for Discord: concise, Markdown, no @everyone or @here.\n")
+	if len(older) > 0 {
+		if len(older) > maxSummaryLines {
+			older = older[len(older)-maxSummaryLines:]
+		}
+		b.WriteString("\nEarlier in this thread (summary):\n")
+		for _, e := range older {
+			fmt.Fprintf(&b, "- user: %s → team: %s\n", oneLine(e.Message, 150), oneLine(e.Answer, 200))
+		}
+	}
+	return b.String()
+}
+
+func userLine(authorID, content string) string {
+	if authorID == "" {
+		return content
+	}
+	return fmt.Sprintf("<@%s>: %s", authorID, content)
+}
+
+// delegateArgs reconstructs a round's delegate call from its task rows, so
+// the model sees its own earlier decision next to the results.
+func delegateArgs(tasks []Task) string {
+	type item struct {
+		Role        string `json:"role"`
+		Instruction string `json:"instruction"`
+		DependsOn   []int  `json:"depends_on,omitempty"`
+	}
+	index := make(map[int64]int, len(tasks))
+	items := make([]item, 0, len(tasks))
+	for i, t := range tasks {
+		index[t.ID] = i
+		it := item{Role: t.Role, Instruction: Truncate(t.Instruction, maxHistoryChars)}
+		for _, d := range t.DependsOn {
+			if j, ok := index[d]; ok {
+				it.DependsOn = append(it.DependsOn, j)
+			}
+		}
+		items = append(items, it)
+	}
+	b, _ := json.Marshal(map[string]any{"tasks": items})
+	return string(b)
+}
+
+// formatResults lists tasks with their outcome, each result bounded.
+func formatResults(tasks []Task) string {
+	var b strings.Builder
+	for i, t := range tasks {
+		fmt.Fprintf(&b, "[%d] %s: %s", i, t.Role, t.State)
+		switch t.State {
+		case TaskDone:
+			fmt.Fprintf(&b, "\n%s\n\n", Truncate(strings.TrimSpace(t.Result), maxResultChars))
+		case TaskNeedInfo:
+			fmt.Fprintf(&b, ", it asks: %s\n\n", Truncate(t.Result, maxResultChars))
+		case TaskBlocked:
+			fmt.Fprintf(&b, ", blocked: %s\n\n", Truncate(t.Result, maxResultChars))
+		default:
+			if t.Error != "" {
+				fmt.Fprintf(&b, " (%s)", Truncate(t.Error, 500))
+			}
+			b.WriteString("\n\n")
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func oneLine(s string, max int) string {
+	return Truncate(strings.Join(strings.Fields(s), " "), max)
+}

@@ -1,0 +1,229 @@
+package master
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PresenterConfig tunes the status messages.
+type PresenterConfig struct {
+	Tick        time.Duration // how often turns are looked at
+	MinEdit     time.Duration // at most one edit per status message this often
+	TypingEvery time.Duration // the typing indicator lasts about 10 s
+	Now         func() time.Time
+}
+
+// Presenter shows the team at work: the typing indicator while a turn
+// runs, and one status message per turn listing its subtasks by role,
+// state, progress and elapsed time (never their results), settled when the
+// reply is sent.
+type Presenter struct {
+	cfg   PresenterConfig
+	store Store
+	out   Messenger
+	log   *slog.Logger
+
+	shown map[int64]shown // by turn id; only the Run goroutine touches it
+}
+
+type shown struct {
+	text   string
+	edited time.Time
+	typed  time.Time
+}
+
+// NewPresenter returns a presenter; Run starts it.
+func NewPresenter(cfg PresenterConfig, store Store, out Messenger, logger *slog.Logger) *Presenter {
+	cfg.Tick = cmp.Or(cfg.Tick, time.Second)
+	cfg.MinEdit = cmp.Or(cfg.MinEdit, 2*time.Second)
+	cfg.TypingEvery = cmp.Or(cfg.TypingEvery, 8*time.Second)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Presenter{cfg: cfg, store: store, out: out, log: logger.With("component", "status"), shown: make(map[int64]shown)}
+}
+
+// Run updates status messages until ctx ends.
+func (p *Presenter) Run(ctx context.Context) error {
+	t := time.NewTicker(p.cfg.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			p.tick(ctx)
+		}
+	}
+}
+
+func (p *Presenter) tick(ctx context.Context) {
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	turns, err := p.store.ActiveTurns(qctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("list active turns", "err", err)
+		}
+		return
+	}
+	seen := make(map[int64]bool, len(turns))
+	for _, ts := range turns {
+		seen[ts.Turn.ID] = true
+		p.show(ctx, ts)
+	}
+	for id := range p.shown {
+		if !seen[id] {
+			delete(p.shown, id)
+		}
+	}
+}
+
+func (p *Presenter) show(ctx context.Context, ts TurnStatus) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	now := p.cfg.Now()
+	id := ts.Turn.ID
+	st := p.shown[id]
+	defer func() { p.shown[id] = st }()
+	log := p.log.With("turn_id", id)
+
+	if ts.Turn.State != TurnRunning {
+		if ts.Turn.StatusMessageID == "" || (ts.Turn.State == TurnDone && ts.RepliedAt.IsZero()) {
+			return // settled once the reply is out
+		}
+		if err := p.out.Edit(ctx, ts.ThreadID, ts.Turn.StatusMessageID, SettledStatus(ts)); err != nil {
+			log.Warn("settle status message", "err", err)
+			return
+		}
+		if err := p.store.SettleStatus(ctx, id); err != nil {
+			log.Warn("record settled status", "err", err)
+		}
+		return
+	}
+	if now.Sub(st.typed) >= p.cfg.TypingEvery {
+		st.typed = now
+		if err := p.out.Typing(ctx, ts.ThreadID); err != nil {
+			log.Debug("typing indicator", "err", err)
+		}
+	}
+	if len(ts.Tasks) == 0 {
+		return // a direct answer needs no status message
+	}
+	text := RenderStatus(ts, now)
+	if text == st.text || now.Sub(st.edited) < p.cfg.MinEdit {
+		return
+	}
+	if ts.Turn.StatusMessageID == "" {
+		msgID, err := p.out.Send(ctx, OutMessage{TurnID: id, SessionID: ts.Turn.SessionID, Kind: OutNotice,
+			ChannelID: ts.ThreadID, Content: text, Nonce: "st" + strconv.FormatInt(id, 10)})
+		if err != nil {
+			log.Warn("post status message", "err", err)
+			return
+		}
+		if err := p.store.SetStatusMessage(ctx, id, msgID); err != nil {
+			log.Warn("record status message", "err", err)
+			return
+		}
+	} else if err := p.out.Edit(ctx, ts.ThreadID, ts.Turn.StatusMessageID, text); err != nil {
+		log.Warn("edit status message", "err", err)
+		return
+	}
+	st.text, st.edited = text, now
+}
+
+// RenderStatus is the status message of a running turn.
+func RenderStatus(ts TurnStatus, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "⏳ **Team at work** · round %d · %s\n", ts.Turn.Round, Elapsed(now.Sub(ts.StartedAt)))
+	for _, t := range currentRound(ts) {
+		fmt.Fprintf(&b, "• **%s** — %s", t.Role, stateLabel(t.State))
+		if p, ok := ts.Progress[t.ID]; ok && t.State == TaskRunning {
+			fmt.Fprintf(&b, " · %d%%", p.Percent)
+			if p.Note != "" {
+				fmt.Fprintf(&b, " %s", oneLine(p.Note, 80))
+			}
+		}
+		switch {
+		case !t.EndedAt.IsZero() && !t.StartedAt.IsZero():
+			fmt.Fprintf(&b, " · %s", Elapsed(t.EndedAt.Sub(t.StartedAt)))
+		case t.State == TaskRunning && !t.StartedAt.IsZero():
+			fmt.Fprintf(&b, " · %s", Elapsed(now.Sub(t.StartedAt)))
+		}
+		b.WriteString("\n")
+	}
+	return Truncate(strings.TrimSpace(b.String()), MaxMessageLen)
+}
+
+// SettledStatus is the status message once its turn has ended.
+func SettledStatus(ts TurnStatus) string {
+	roles := make([]string, 0, len(ts.Tasks))
+	seen := map[string]bool{}
+	for _, t := range ts.Tasks {
+		if !seen[t.Role] {
+			seen[t.Role] = true
+			roles = append(roles, t.Role)
+		}
+	}
+	team := fmt.Sprintf("%d %s by %s", len(ts.Tasks), plural(len(ts.Tasks), "task", "tasks"), strings.Join(roles, ", "))
+	switch ts.Turn.State {
+	case TurnDone:
+		return Truncate(fmt.Sprintf("✅ Done in %s · %s", Elapsed(ts.RepliedAt.Sub(ts.StartedAt)), team), MaxMessageLen)
+	case TurnWaiting:
+		return Truncate("❓ Waiting for your answer · "+team, MaxMessageLen)
+	default:
+		return Truncate("⏹️ Stopped · "+team, MaxMessageLen)
+	}
+}
+
+func currentRound(ts TurnStatus) []Task {
+	var out []Task
+	for _, t := range ts.Tasks {
+		if t.Round == ts.Turn.Round {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func stateLabel(s TaskState) string {
+	switch s {
+	case TaskQueued:
+		return "queued"
+	case TaskRunning:
+		return "working"
+	case TaskDone:
+		return "done ✓"
+	case TaskNeedInfo:
+		return "needs info"
+	case TaskTimeout:
+		return "timed out"
+	default:
+		return string(s)
+	}
+}
+
+// Elapsed renders a duration for people: "12 s", "3 m 05 s", "1 h 02 m".
+func Elapsed(d time.Duration) string {
+	s := int(max(d, 0).Round(time.Second) / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%d s", s)
+	case s < 3600:
+		return fmt.Sprintf("%d m %02d s", s/60, s%60)
+	default:
+		return fmt.Sprintf("%d h %02d m", s/3600, s%3600/60)
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,137 @@
+// Package store owns callon's persistence: every SQL statement, the pgx
+// connection pool, the embedded schema migrations, and the LISTEN/NOTIFY
+// wake-ups that tell workers and masters something changed. It speaks
+// master's domain types; no pgx type leaves this package.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store is callon's Postgres store. It is safe for concurrent use.
+type Store struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+}
+
+// pingTimeout bounds the connectivity check in Open.
+const pingTimeout = 10 * time.Second
+
+// Open connects to the database at databaseURL (a postgres:// URL or a
+// keyword/value string) and checks that it answers. It does not migrate;
+// call Migrate. Errors never contain the password from databaseURL.
+func Open(ctx context.Context, databaseURL string, logger *slog.Logger) (*Store, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		// pgx's parse errors quote the connection string, and redacting a
+		// malformed one is guesswork: say nothing about it instead.
+		return nil, errors.New("open store: cannot parse the database URL (not shown: it may hold a password)")
+	}
+	if !strings.Contains(databaseURL, "pool_max_conns") {
+		// Workers, masters and the bot share the pool; pgx's default
+		// (max(4, NumCPU)) is tight for that on small machines.
+		cfg.MaxConns = int32(max(8, 2*runtime.NumCPU()))
+	}
+	if !strings.Contains(databaseURL, "pool_max_conn_idle_time") {
+		cfg.MaxConnIdleTime = 5 * time.Minute
+	}
+	if !strings.Contains(databaseURL, "pool_health_check_period") {
+		cfg.HealthCheckPeriod = 30 * time.Second
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "callon"
+	}
+	secrets := passwords(databaseURL, cfg.ConnConfig.Password)
+
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, redact(fmt.Errorf("open store: %w", err), secrets)
+	}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, redact(fmt.Errorf("open store: ping: %w", err), secrets)
+	}
+	return &Store{pool: pool, logger: logger.With("component", "store")}, nil
+}
+
+// Close closes every connection of the pool. It waits for connections in
+// use to be released.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping checks that the database answers, for health checks.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}
+
+// redactedError carries a message scrubbed of secrets. It deliberately does
+// not unwrap: the original chain still holds the secret.
+type redactedError struct{ msg string }
+
+func (e *redactedError) Error() string { return e.msg }
+
+// redact returns err unchanged unless its text contains one of secrets, in
+// which case it returns the text with every secret masked.
+func redact(err error, secrets []string) error {
+	msg := err.Error()
+	scrubbed := msg
+	for _, s := range secrets {
+		scrubbed = strings.ReplaceAll(scrubbed, s, "xxxxx")
+	}
+	if scrubbed == msg {
+		return err
+	}
+	return &redactedError{msg: scrubbed}
+}
+
+var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)`)
+
+// passwords lists every form in which the password of connString could
+// appear in an error: as parsed, URL-escaped, and as written.
+func passwords(connString, parsed string) []string {
+	var out []string
+	add := func(p string) {
+		if p != "" {
+			out = append(out, p, url.QueryEscape(p), url.PathEscape(p))
+		}
+	}
+	add(parsed)
+	if u, err := url.Parse(connString); err == nil && u.User != nil {
+		p, _ := u.User.Password()
+		add(p)
+		if raw := u.User.String(); strings.Contains(raw, ":") {
+			add(raw[strings.Index(raw, ":")+1:])
+		}
+		for k, vs := range u.Query() {
+			if strings.Contains(k, "password") {
+				for _, v := range vs {
+					add(v)
+				}
+			}
+		}
+	}
+	for _, m := range kvPassword.FindAllStringSubmatch(connString, -1) {
+		add(strings.Trim(m[1], "'"))
+	}
+	return out
+}
