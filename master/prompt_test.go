@@ -1,0 +1,96 @@
+package master
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test -update to create it): %v", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file; got:\n%s", name, got)
+	}
+}
+
+func renderMessages(msgs []Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		fmt.Fprintf(&b, "=== %s", m.Role)
+		if m.ToolCallID != "" {
+			fmt.Fprintf(&b, " (answers %s)", m.ToolCallID)
+		}
+		b.WriteString("\n")
+		if m.Content != "" {
+			b.WriteString(m.Content + "\n")
+		}
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(&b, "-> %s %s %s\n", c.ID, c.Name, c.Arguments)
+		}
+	}
+	return b.String()
+}
+
+func TestMasterPromptGolden(t *testing.T) {
+	t.Parallel()
+	var history []Exchange
+	for i := range 8 {
+		history = append(history, Exchange{TurnID: int64(i + 1), AuthorID: "42",
+			Message: fmt.Sprintf("question %d", i+1), Answer: fmt.Sprintf("answer %d", i+1)})
+	}
+	history[7].Asked = true
+	history[7].Results = []Task{{ID: 1, Role: "researcher", State: TaskDone, Result: "found X"}}
+	tc := turnContext{
+		session: Session{Goal: "Launch the beta"},
+		roster:  DefaultRoles()[:3],
+		history: history,
+		recent:  3,
+		turn:    Turn{AuthorID: "42", Content: "Write the announcement", Round: 2},
+		tasks: []Task{
+			{ID: 10, Round: 1, Role: "researcher", Instruction: "List the features", State: TaskDone, Result: "A, B"},
+			{ID: 11, Round: 1, Role: "planner", Instruction: "Plan it", DependsOn: []int64{10}, State: TaskFailed, Error: "model error"},
+			{ID: 12, Round: 2, Role: "engineer", Instruction: "Check B", State: TaskTimeout, Error: "timed out after 5m0s"},
+		},
+		maxRounds: 2,
+		mustReply: "You have used all 2 rounds of delegation for this message.",
+	}
+	golden(t, "master_prompt.golden", renderMessages(masterMessages(tc)))
+}
+
+func TestStatusGolden(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	ts := TurnStatus{
+		Turn:      Turn{ID: 7, Round: 1, State: TurnRunning},
+		StartedAt: start,
+		Tasks: []Task{
+			{ID: 1, Round: 1, Role: "researcher", State: TaskRunning, StartedAt: start.Add(time.Second)},
+			{ID: 2, Round: 1, Role: "writer", State: TaskQueued},
+			{ID: 3, Round: 1, Role: "reviewer", State: TaskDone, StartedAt: start, EndedAt: start.Add(4 * time.Second), Result: "SECRET RESULT"},
+		},
+		Progress: map[int64]Progress{1: {Percent: 40, Note: "reading the docs"}},
+	}
+	got := RenderStatus(ts, start.Add(12*time.Second))
+	if strings.Contains(got, "SECRET RESULT") {
+		t.Errorf("status shows a worker's result:\n%s", got)
+	}
+	ts.Turn.State, ts.RepliedAt = TurnDone, start.Add(75*time.Second)
+	golden(t, "status.golden", got+"\n---\n"+SettledStatus(ts)+"\n")
+}
