@@ -18,13 +18,10 @@ type (
 		Usage   *wireUsage   `json:"usage,omitempty"`
 	}
 	wireChoice struct {
-		Index        int          `json:"index"`
-		Message      *wireAnswer  `json:"message,omitempty"`
-		Delta        *wireAnswer  `json:"delta,omitempty"`
-		FinishReason *string      `json:"finish_reason"`
-		Logprobs     *struct{}    `json:"logprobs"`
-		_            struct{}     `json:"-"`
-		_            func() error `json:"-"`
+		Index        int         `json:"index"`
+		Message      *wireAnswer `json:"message,omitempty"`
+		Delta        *wireAnswer `json:"delta,omitempty"`
+		FinishReason *string     `json:"finish_reason"`
 	}
 	wireAnswer struct {
 		Role      string         `json:"role,omitempty"`

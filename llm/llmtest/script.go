@@ -19,21 +19,30 @@ func Always(r Reply) Script {
 // A request beyond the last reply is Unexpected, which fails the test.
 // Under Switch, each route's Seq counts only the requests routed to it.
 func Seq(replies ...Reply) Script {
+	steps := make([]Script, len(replies))
+	for i, r := range replies {
+		steps[i] = Always(r)
+	}
+	return SeqFunc(steps...)
+}
+
+// SeqFunc is Seq for replies that depend on the request: the n-th request
+// it sees is answered by the n-th script.
+func SeqFunc(steps ...Script) Script {
 	var (
 		mu   sync.Mutex
 		next int
 	)
 	return func(req Request) Reply {
 		mu.Lock()
-		defer mu.Unlock()
-		if next >= len(replies) {
-			next++
-			return Unexpected("Seq has %d replies; request %d (system %q, last user %q) has none",
-				len(replies), next, clip(req.System()), clip(req.LastUser()))
-		}
-		r := replies[next]
+		n := next
 		next++
-		return r
+		mu.Unlock()
+		if n >= len(steps) {
+			return Unexpected("Seq has %d replies; request %d (system %q, last user %q) has none",
+				len(steps), n+1, clip(req.System()), clip(req.LastUser()))
+		}
+		return steps[n](req)
 	}
 }
 

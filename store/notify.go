@@ -1,0 +1,273 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// WakeChannel is the one LISTEN/NOTIFY channel of callon. A payload is the
+// decimal id of the session a transaction concerned, or WakeAll.
+const WakeChannel = "callon_wake"
+
+// WakeAll is the payload of a wake that concerns several sessions, or
+// that stands for notifications possibly lost while disconnected.
+const WakeAll = "*"
+
+// notify queues the wake for the session ids touched by tx. It sends
+// exactly one notification, whatever the number of rows; Postgres
+// delivers it at commit, and drops it on rollback. Call it just before
+// committing, and only when something changed.
+func notify(ctx context.Context, tx pgx.Tx, sessionIDs ...int64) error {
+	if len(sessionIDs) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, WakeChannel, wakePayload(sessionIDs)); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	return nil
+}
+
+// wakePayload is the session id when every id is the same, else WakeAll.
+func wakePayload(sessionIDs []int64) string {
+	for _, id := range sessionIDs[1:] {
+		if id != sessionIDs[0] {
+			return WakeAll
+		}
+	}
+	return strconv.FormatInt(sessionIDs[0], 10)
+}
+
+// Notify sends payload on WakeChannel: a session id, or WakeAll.
+func (s *Store) Notify(ctx context.Context, payload string) error {
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, WakeChannel, payload); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	return nil
+}
+
+// Listener holds one dedicated connection LISTENing on WakeChannel and
+// fans wakes out to its subscribers. Notifications sent while it is
+// disconnected are lost, so after every (re)connection it wakes every
+// subscriber with WakeAll; consumers also poll (see Wait), so a lost
+// wake delays work by at most one poll interval.
+type Listener struct {
+	connect func(ctx context.Context) (*pgx.Conn, error)
+	logger  *slog.Logger
+
+	mu      sync.Mutex
+	subs    map[chan string]struct{}
+	running bool
+
+	pid atomic.Uint32
+
+	// Tunables; tests shorten them.
+	idleCheck  time.Duration // how long a wait lasts before checking the connection
+	minBackoff time.Duration
+	maxBackoff time.Duration
+}
+
+// NewListener returns a Listener on the store's database. It connects
+// outside the pool, so it holds no pooled connection. Call Run.
+func (s *Store) NewListener() *Listener {
+	cfg := s.pool.Config().ConnConfig
+	cfg.RuntimeParams["application_name"] = "callon-listener"
+	return &Listener{
+		connect: func(ctx context.Context) (*pgx.Conn, error) {
+			return pgx.ConnectConfig(ctx, cfg.Copy())
+		},
+		logger:     s.logger.With("component", "listener"),
+		subs:       make(map[chan string]struct{}),
+		idleCheck:  30 * time.Second,
+		minBackoff: 100 * time.Millisecond,
+		maxBackoff: 10 * time.Second,
+	}
+}
+
+// Subscribe returns a channel of wakes and a function that ends the
+// subscription (and closes the channel). The channel holds one pending
+// wake: a subscriber that falls behind never blocks the listener; its
+// pending wake becomes WakeAll when wakes for different sessions pile up.
+func (l *Listener) Subscribe() (<-chan string, func()) {
+	ch := make(chan string, 1)
+	l.mu.Lock()
+	l.subs[ch] = struct{}{}
+	l.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			l.mu.Lock()
+			delete(l.subs, ch)
+			close(ch)
+			l.mu.Unlock()
+		})
+	}
+}
+
+// deliver hands payload to every subscriber without blocking.
+func (l *Listener) deliver(payload string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for ch := range l.subs {
+		// Only deliver sends, and it holds mu, so after the drain the
+		// buffer has room.
+		p := payload
+		select {
+		case old := <-ch:
+			if old != p {
+				p = WakeAll
+			}
+		default:
+		}
+		ch <- p
+	}
+}
+
+// PID is the server process id of the listening connection, 0 while
+// disconnected. For diagnostics and tests.
+func (l *Listener) PID() uint32 { return l.pid.Load() }
+
+// Run listens until ctx is done, reconnecting with capped, jittered
+// exponential backoff whenever the connection is lost. It returns nil
+// when ctx is done, and an error only if it is already running.
+func (l *Listener) Run(ctx context.Context) error {
+	l.mu.Lock()
+	if l.running {
+		l.mu.Unlock()
+		return errors.New("listener: already running")
+	}
+	l.running = true
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.running = false
+		l.mu.Unlock()
+	}()
+
+	failures := 0
+	lost := false
+	for {
+		err := l.listen(ctx, func() {
+			if lost {
+				l.logger.Info("listener reconnected", "failed_attempts", failures-1)
+			}
+			failures, lost = 0, false
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		if failures == 0 {
+			// Once per outage; the retries that follow log at debug.
+			l.logger.Warn("listener disconnected; reconnecting", "err", err)
+			lost = true
+		} else {
+			l.logger.Debug("listener reconnect failed", "err", err, "failures", failures)
+		}
+		failures++
+		t := time.NewTimer(backoff(failures, l.minBackoff, l.maxBackoff))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// listen runs one connection: connect, LISTEN, announce, then wait for
+// notifications until an error. connected is called once LISTEN holds.
+func (l *Listener) listen(ctx context.Context, connected func()) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	conn, err := l.connect(cctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer func() {
+		l.pid.Store(0)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		conn.Close(cctx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+WakeChannel); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	l.pid.Store(conn.PgConn().PID())
+	connected()
+	l.deliver(WakeAll)
+
+	for {
+		wctx, cancel := context.WithTimeout(ctx, l.idleCheck)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			l.deliver(n.Payload)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():
+			// Quiet for a while: make sure the connection is still alive,
+			// since a dead peer without a reset would otherwise wait forever.
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("ping: %w", err)
+			}
+		default:
+			return fmt.Errorf("wait: %w", err)
+		}
+	}
+}
+
+// backoff is the delay before reconnect attempt n (n >= 1): exponential
+// from lo, capped at hi, with the upper half jittered.
+func backoff(n int, lo, hi time.Duration) time.Duration {
+	d := lo
+	for i := 1; i < n && d < hi; i++ {
+		d *= 2
+	}
+	d = min(d, hi)
+	return d/2 + rand.N(d/2+1)
+}
+
+// Wait blocks until a wake arrives on wake, poll (±20%) passes, or ctx is
+// done. It returns the wake's payload, "" after a poll interval, or ctx's
+// error. Consumers loop on it and re-check their work either way, so
+// nothing waits forever on a lost notification. A nil or closed wake
+// channel leaves only the poll.
+func Wait(ctx context.Context, wake <-chan string, poll time.Duration) (string, error) {
+	t := time.NewTimer(jitter(poll))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case p, ok := <-wake:
+			if !ok {
+				wake = nil
+				continue
+			}
+			return p, nil
+		case <-t.C:
+			return "", nil
+		}
+	}
+}
+
+// jitter returns d ± 20%, so pollers started together drift apart.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	spread := d * 2 / 5
+	return d - d/5 + rand.N(spread+1)
+}

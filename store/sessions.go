@@ -1,0 +1,170 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/callonbot/callon/master"
+)
+
+const sessionColumns = `s.id, s.guild_id, s.channel_id, s.thread_id, s.owner_id, s.goal, s.state,
+	coalesce(s.report_to, ''), s.summary, s.prompt_tokens, s.completion_tokens, s.created_at, s.ended_at`
+
+func scanSession(row pgx.Row) (master.Session, error) {
+	var s master.Session
+	var ended *time.Time
+	err := row.Scan(&s.ID, &s.GuildID, &s.ChannelID, &s.ThreadID, &s.OwnerID, &s.Goal, &s.State,
+		&s.ReportTo, &s.Summary, &s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.CreatedAt, &ended)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return master.Session{}, master.ErrNotFound
+	}
+	if ended != nil {
+		s.EndedAt = *ended
+	}
+	return s, err
+}
+
+// StartSession creates an active session for a thread with its roster and
+// queues its kickoff message, in one transaction. master.ErrSessionActive
+// when the thread already has an active session.
+func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []master.Role, kickoff string) (master.Session, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return master.Session{}, fmt.Errorf("start session: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	created, err := scanSession(tx.QueryRow(ctx, `
+		INSERT INTO sessions AS s (guild_id, channel_id, thread_id, owner_id, goal, report_to)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''))
+		RETURNING `+sessionColumns,
+		sess.GuildID, sess.ChannelID, sess.ThreadID, sess.OwnerID, sess.Goal, sess.ReportTo))
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "sessions_active_thread_key" {
+			return master.Session{}, master.ErrSessionActive
+		}
+		return master.Session{}, fmt.Errorf("start session: %w", err)
+	}
+	if err := insertRoster(ctx, tx, created.ID, roster); err != nil {
+		return master.Session{}, fmt.Errorf("start session: %w", err)
+	}
+	if kickoff != "" {
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO outbox (session_id, kind, channel_id, content, nonce)
+			VALUES ($1, 'kickoff', $2, $3, $4)`,
+			created.ID, created.ThreadID, kickoff, fmt.Sprintf("k%d", created.ID)); err != nil {
+			return master.Session{}, fmt.Errorf("start session: kickoff: %w", err)
+		}
+	}
+	if err := notify(ctx, tx, created.ID); err != nil {
+		return master.Session{}, fmt.Errorf("start session: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return master.Session{}, fmt.Errorf("start session: %w", err)
+	}
+	return created, nil
+}
+
+// insertRoster writes a session's roles in one statement, in order.
+func insertRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []master.Role) error {
+	n := len(roster)
+	names, descs, prompts, models := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	temps, maxTokens, timeouts := make([]*float32, n), make([]*int32, n), make([]*int32, n)
+	for i, r := range roster {
+		names[i], descs[i], prompts[i], models[i] = r.Name, r.Description, r.Prompt, r.Model
+		temps[i] = r.Temperature
+		if r.MaxTokens > 0 {
+			v := int32(r.MaxTokens)
+			maxTokens[i] = &v
+		}
+		if r.Timeout > 0 {
+			v := int32(r.Timeout / time.Millisecond)
+			timeouts[i] = &v
+		}
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO session_roles (session_id, name, description, prompt, model, temperature, max_tokens, timeout_ms, position)
+		SELECT $1, r.name, r.description, r.prompt, r.model, r.temperature, r.max_tokens, r.timeout_ms, r.position
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::real[], $7::int[], $8::int[])
+			WITH ORDINALITY AS r(name, description, prompt, model, temperature, max_tokens, timeout_ms, position)`,
+		sessionID, names, descs, prompts, models, temps, maxTokens, timeouts)
+	if err != nil {
+		return fmt.Errorf("insert roster: %w", err)
+	}
+	return nil
+}
+
+// ActiveSession returns the active session of a thread, or master.ErrNotFound.
+func (s *Store) ActiveSession(ctx context.Context, threadID string) (master.Session, error) {
+	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s
+		WHERE s.thread_id = $1 AND s.state = 'active'`, threadID))
+	if err != nil && !errors.Is(err, master.ErrNotFound) {
+		return sess, fmt.Errorf("active session: %w", err)
+	}
+	return sess, err
+}
+
+// Session returns a session by id, or master.ErrNotFound.
+func (s *Store) Session(ctx context.Context, id int64) (master.Session, error) {
+	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE s.id = $1`, id))
+	if err != nil && !errors.Is(err, master.ErrNotFound) {
+		return sess, fmt.Errorf("session %d: %w", id, err)
+	}
+	return sess, err
+}
+
+// Roster returns a session's roles in order.
+func (s *Store) Roster(ctx context.Context, sessionID int64) ([]master.Role, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT name, description, prompt, model, temperature, max_tokens, timeout_ms
+		FROM session_roles WHERE session_id = $1 ORDER BY position, name`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("roster: %w", err)
+	}
+	roles, err := pgx.CollectRows(rows, scanRole)
+	if err != nil {
+		return nil, fmt.Errorf("roster: %w", err)
+	}
+	return roles, nil
+}
+
+func scanRole(row pgx.CollectableRow) (master.Role, error) {
+	var r master.Role
+	var maxTokens, timeout *int32
+	if err := row.Scan(&r.Name, &r.Description, &r.Prompt, &r.Model, &r.Temperature, &maxTokens, &timeout); err != nil {
+		return r, err
+	}
+	if maxTokens != nil {
+		r.MaxTokens = int(*maxTokens)
+	}
+	if timeout != nil {
+		r.Timeout = time.Duration(*timeout) * time.Millisecond
+	}
+	return r, nil
+}
+
+// AddUsage charges tokens to a session.
+func (s *Store) AddUsage(ctx context.Context, sessionID int64, u master.Usage) error {
+	if err := addUsage(ctx, s.pool, sessionID, u); err != nil {
+		return fmt.Errorf("add usage: %w", err)
+	}
+	return nil
+}
+
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func addUsage(ctx context.Context, db execer, sessionID int64, u master.Usage) error {
+	if u.Total() == 0 {
+		return nil
+	}
+	_, err := db.Exec(ctx, `UPDATE sessions SET prompt_tokens = prompt_tokens + $2,
+		completion_tokens = completion_tokens + $3 WHERE id = $1`, sessionID, u.PromptTokens, u.CompletionTokens)
+	return err
+}

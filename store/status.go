@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/callonbot/callon/master"
+)
+
+// ActiveTurns lists the turns the presenter shows: running ones, and ended
+// ones whose status message is not settled yet, with their tasks, each
+// running task's latest progress, and when the reply went out.
+func (s *Store) ActiveTurns(ctx context.Context) ([]master.TurnStatus, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+turnColumns+`, s.thread_id,
+		       (SELECT o.sent_at FROM outbox o WHERE o.turn_id = u.id AND o.part = 0
+		          AND o.kind IN ('reply', 'question') AND o.state = 'sent' LIMIT 1)
+		FROM turns u JOIN sessions s ON s.id = u.session_id
+		WHERE u.state = 'running' OR (u.status_message_id IS NOT NULL AND u.status_settled_at IS NULL)
+		ORDER BY u.id
+		LIMIT 500`)
+	if err != nil {
+		return nil, fmt.Errorf("active turns: %w", err)
+	}
+	turns, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.TurnStatus, error) {
+		var ts master.TurnStatus
+		var replied *time.Time
+		t := &ts.Turn
+		err := r.Scan(&t.ID, &t.SessionID, &t.MessageID, &t.GuildID, &t.ChannelID, &t.AuthorID, &t.Content,
+			&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt, &ts.ThreadID, &replied)
+		ts.StartedAt = t.CreatedAt
+		if replied != nil {
+			ts.RepliedAt = *replied
+		}
+		return ts, err
+	})
+	if err != nil || len(turns) == 0 {
+		if err != nil {
+			err = fmt.Errorf("active turns: %w", err)
+		}
+		return nil, err
+	}
+	ids := make([]int64, len(turns))
+	index := make(map[int64]int, len(turns))
+	for i, ts := range turns {
+		ids[i], index[ts.Turn.ID] = ts.Turn.ID, i
+		turns[i].Progress = map[int64]master.Progress{}
+	}
+	rows, err = s.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.turn_id = ANY ($1) ORDER BY t.id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("active turns: tasks: %w", err)
+	}
+	tasks, err := collectTasks(rows)
+	if err != nil {
+		return nil, fmt.Errorf("active turns: tasks: %w", err)
+	}
+	var running []int64
+	taskTurn := make(map[int64]int64, len(tasks))
+	for _, t := range tasks {
+		i := index[t.TurnID]
+		turns[i].Tasks = append(turns[i].Tasks, t)
+		taskTurn[t.ID] = t.TurnID
+		if t.State == master.TaskRunning {
+			running = append(running, t.ID)
+		}
+	}
+	if len(running) == 0 {
+		return turns, nil
+	}
+	rows, err = s.pool.Query(ctx, `
+		SELECT DISTINCT ON (task_id) task_id, payload FROM signals
+		WHERE task_id = ANY ($1) AND kind = 'PROGRESS'
+		ORDER BY task_id, id DESC`, running)
+	if err != nil {
+		return nil, fmt.Errorf("active turns: progress: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var taskID int64
+		var payload []byte
+		if err := rows.Scan(&taskID, &payload); err != nil {
+			return nil, fmt.Errorf("active turns: progress: %w", err)
+		}
+		var p master.Progress
+		if json.Unmarshal(payload, &p) == nil {
+			turns[index[taskTurn[taskID]]].Progress[taskID] = p
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("active turns: progress: %w", err)
+	}
+	return turns, nil
+}
+
+// SetStatusMessage records a turn's status message, once.
+func (s *Store) SetStatusMessage(ctx context.Context, turnID int64, messageID string) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE turns SET status_message_id = $2
+		WHERE id = $1 AND status_message_id IS NULL`, turnID, messageID); err != nil {
+		return fmt.Errorf("set status message: %w", err)
+	}
+	return nil
+}
+
+// SettleStatus records that a turn's status message shows its end.
+func (s *Store) SettleStatus(ctx context.Context, turnID int64) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE turns SET status_settled_at = now() WHERE id = $1`, turnID); err != nil {
+		return fmt.Errorf("settle status: %w", err)
+	}
+	return nil
+}

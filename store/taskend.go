@@ -1,0 +1,276 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/callonbot/callon/master"
+)
+
+// Every task that reaches a terminal state gets exactly one signal in the
+// same transaction: TASK_COMPLETE (done, failed, timeout, cancelled),
+// BLOCKED or NEED_INFO. Every transaction that makes a task claimable or
+// ends one sends one wake.
+
+// CompleteTask ends a running task with out, if it is still running under
+// attempt; otherwise (re-claimed, cancelled, swept) it changes nothing
+// and returns master.ErrStale. It adds the usage to the session's totals,
+// writes the task's signal, cancels every queued task that depends on it
+// (transitively) unless it is done, and wakes the session.
+func (s *Store) CompleteTask(ctx context.Context, taskID int64, attempt int, out master.Outcome) (master.Task, error) {
+	switch out.State {
+	case master.TaskDone, master.TaskFailed, master.TaskBlocked, master.TaskNeedInfo, master.TaskTimeout:
+	default:
+		return master.Task{}, fmt.Errorf("complete task %d: outcome state %q is not one a worker ends with", taskID, out.State)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return master.Task{}, fmt.Errorf("complete task: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	t, err := completeTask(ctx, tx, taskID, attempt, out)
+	if err != nil {
+		return master.Task{}, fmt.Errorf("complete task %d: %w", taskID, err)
+	}
+	if err := notify(ctx, tx, t.SessionID); err != nil {
+		return master.Task{}, fmt.Errorf("complete task: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return master.Task{}, fmt.Errorf("complete task: %w", err)
+	}
+	return t, nil
+}
+
+func completeTask(ctx context.Context, tx pgx.Tx, taskID int64, attempt int, out master.Outcome) (master.Task, error) {
+	row := tx.QueryRow(ctx, `
+		UPDATE tasks t
+		SET state = $3, result = nullif($4, ''), error = nullif($5, ''),
+		    prompt_tokens = t.prompt_tokens + $6, completion_tokens = t.completion_tokens + $7,
+		    lease_until = NULL, ended_at = now(), updated_at = now()
+		WHERE t.id = $1 AND t.state = 'running' AND t.attempt = $2
+		RETURNING `+taskColumns,
+		taskID, attempt, out.State, out.Result, out.Error, out.Usage.PromptTokens, out.Usage.CompletionTokens)
+	t, err := scanTask(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return master.Task{}, fmt.Errorf("attempt %d: %w", attempt, master.ErrStale)
+	}
+	if err != nil {
+		return master.Task{}, err
+	}
+	if out.Usage != (master.Usage{}) {
+		if _, err := tx.Exec(ctx, `
+			UPDATE sessions SET prompt_tokens = prompt_tokens + $2, completion_tokens = completion_tokens + $3
+			WHERE id = $1`, t.SessionID, out.Usage.PromptTokens, out.Usage.CompletionTokens); err != nil {
+			return master.Task{}, fmt.Errorf("add usage: %w", err)
+		}
+	}
+	kind, payload, err := outcomeSignal(out)
+	if err != nil {
+		return master.Task{}, err
+	}
+	if _, err := addSignal(ctx, tx, t.SessionID, t.ID, kind, payload); err != nil {
+		return master.Task{}, err
+	}
+	if out.State != master.TaskDone {
+		if _, err := cancelDependents(ctx, tx, []int64{t.ID}); err != nil {
+			return master.Task{}, err
+		}
+	}
+	return t, nil
+}
+
+// outcomeSignal is the signal a worker's outcome writes.
+func outcomeSignal(out master.Outcome) (master.SignalKind, []byte, error) {
+	var kind master.SignalKind
+	var payload any
+	switch out.State {
+	case master.TaskBlocked:
+		kind = master.SignalBlocked
+		payload = map[string]string{"reason": cmp.Or(out.Result, out.Error)}
+	case master.TaskNeedInfo:
+		kind = master.SignalNeedInfo
+		payload = map[string]string{"question": out.Result}
+	default:
+		kind = master.SignalTaskComplete
+		p := map[string]any{
+			"state":  out.State,
+			"tokens": map[string]int64{"prompt": out.Usage.PromptTokens, "completion": out.Usage.CompletionTokens},
+		}
+		if out.Error != "" {
+			p["error"] = out.Error
+		}
+		payload = p
+	}
+	b, err := json.Marshal(payload)
+	return kind, b, err
+}
+
+// cancelDependents cancels every queued task of the same turn that
+// depends, directly or transitively, on one of roots (already ended in
+// tx), with a TASK_COMPLETE signal each. It returns the session ids of
+// the cancelled tasks.
+func cancelDependents(ctx context.Context, tx pgx.Tx, roots []int64) ([]int64, error) {
+	rows, err := tx.Query(ctx, `
+		WITH RECURSIVE dependents (id, parent, parent_state) AS (
+			SELECT t.id, r.id, r.state
+			FROM tasks r
+			JOIN tasks t ON t.turn_id = r.turn_id AND r.id = ANY (t.depends_on)
+			WHERE r.id = ANY ($1) AND t.state = 'queued'
+		  UNION
+			SELECT t.id, d.id, 'cancelled'
+			FROM dependents d
+			JOIN tasks p ON p.id = d.id
+			JOIN tasks t ON t.turn_id = p.turn_id AND d.id = ANY (t.depends_on)
+			WHERE t.state = 'queued'
+		), first AS (
+			SELECT DISTINCT ON (id) id, parent, parent_state FROM dependents ORDER BY id, parent
+		), cancelled AS (
+			UPDATE tasks t
+			SET state = 'cancelled', lease_until = NULL, ended_at = now(), updated_at = now(),
+			    error = 'dependency #' || f.parent || ' ended ' || f.parent_state
+			FROM first f
+			WHERE t.id = f.id AND t.state = 'queued'
+			RETURNING t.id, t.session_id, t.error
+		), signalled AS (
+			INSERT INTO signals (session_id, task_id, kind, payload)
+			SELECT c.session_id, c.id, 'TASK_COMPLETE', jsonb_build_object('state', 'cancelled', 'error', c.error)
+			FROM cancelled c
+		)
+		SELECT session_id FROM cancelled`, roots)
+	if err != nil {
+		return nil, fmt.Errorf("cancel dependents: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("cancel dependents: %w", err)
+	}
+	return ids, nil
+}
+
+// SweepExpired takes back the tasks whose lease expired: they are queued
+// again for another attempt, or failed once they used max_attempts (and
+// their dependents cancelled). One wake covers every session touched.
+func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sweep expired: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	requeued, failed, sessions, err := sweepExpired(ctx, tx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sweep expired: %w", err)
+	}
+	if err := notify(ctx, tx, sessions...); err != nil {
+		return 0, 0, fmt.Errorf("sweep expired: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, 0, fmt.Errorf("sweep expired: %w", err)
+	}
+	return requeued, failed, nil
+}
+
+func sweepExpired(ctx context.Context, tx pgx.Tx) (requeued, failed int, sessions []int64, err error) {
+	// SKIP LOCKED: a task being heartbeated or completed right now is not
+	// expired for long, and concurrent sweepers must not queue behind it.
+	rows, err := tx.Query(ctx, `
+		WITH expired AS (
+			SELECT id FROM tasks
+			WHERE state = 'running' AND lease_until < now()
+			ORDER BY id
+			FOR UPDATE SKIP LOCKED
+		), swept AS (
+			UPDATE tasks t
+			SET state = CASE WHEN t.attempt >= t.max_attempts THEN 'failed' ELSE 'queued' END,
+			    worker_id = CASE WHEN t.attempt >= t.max_attempts THEN t.worker_id END,
+			    error = CASE WHEN t.attempt >= t.max_attempts
+			                 THEN 'lease expired after ' || t.attempt || ' attempts' ELSE t.error END,
+			    ended_at = CASE WHEN t.attempt >= t.max_attempts THEN now() END,
+			    lease_until = NULL, updated_at = now()
+			FROM expired e
+			WHERE t.id = e.id
+			RETURNING t.id, t.session_id, t.state, t.error
+		), signalled AS (
+			INSERT INTO signals (session_id, task_id, kind, payload)
+			SELECT s.session_id, s.id, 'TASK_COMPLETE', jsonb_build_object('state', s.state, 'error', s.error)
+			FROM swept s
+			WHERE s.state = 'failed'
+		)
+		SELECT id, session_id, state FROM swept`)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	var failedIDs []int64
+	for rows.Next() {
+		var id, session int64
+		var state master.TaskState
+		if err := rows.Scan(&id, &session, &state); err != nil {
+			rows.Close()
+			return 0, 0, nil, err
+		}
+		sessions = append(sessions, session)
+		if state == master.TaskFailed {
+			failedIDs = append(failedIDs, id)
+		} else {
+			requeued++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, nil, err
+	}
+	if len(failedIDs) > 0 {
+		if _, err := cancelDependents(ctx, tx, failedIDs); err != nil {
+			return 0, 0, nil, err
+		}
+	}
+	return requeued, len(failedIDs), sessions, nil
+}
+
+// CancelSessionTasks cancels every queued and running task of a session
+// with reason as their error, and returns how many it cancelled. A worker
+// still running one finds its completion stale.
+func (s *Store) CancelSessionTasks(ctx context.Context, sessionID int64, reason string) (int, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("cancel session tasks: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	n, err := cancelSessionTasks(ctx, tx, sessionID, reason)
+	if err != nil {
+		return 0, fmt.Errorf("cancel session tasks: %w", err)
+	}
+	if n > 0 {
+		if err := notify(ctx, tx, sessionID); err != nil {
+			return 0, fmt.Errorf("cancel session tasks: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("cancel session tasks: %w", err)
+	}
+	return n, nil
+}
+
+// cancelSessionTasks cancels the session's open tasks within tx, with a
+// TASK_COMPLETE signal each. It does not notify.
+func cancelSessionTasks(ctx context.Context, tx pgx.Tx, sessionID int64, reason string) (int, error) {
+	var n int
+	err := tx.QueryRow(ctx, `
+		WITH cancelled AS (
+			UPDATE tasks
+			SET state = 'cancelled', error = nullif($2, ''), lease_until = NULL,
+			    ended_at = now(), updated_at = now()
+			WHERE session_id = $1 AND state IN ('queued', 'running')
+			RETURNING id, session_id, error
+		), signalled AS (
+			INSERT INTO signals (session_id, task_id, kind, payload)
+			SELECT c.session_id, c.id, 'TASK_COMPLETE',
+			       jsonb_strip_nulls(jsonb_build_object('state', 'cancelled', 'error', c.error))
+			FROM cancelled c
+		)
+		SELECT count(*) FROM cancelled`, sessionID, reason).Scan(&n)
+	return n, err
+}

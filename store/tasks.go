@@ -1,0 +1,306 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/callonbot/callon/master"
+)
+
+// taskColumns is the select list scanTask reads.
+const taskColumns = `t.id, t.session_id, t.turn_id, t.round, t.role, t.instruction, t.depends_on,
+	t.state, t.attempt, coalesce(t.worker_id, ''), t.lease_until, coalesce(t.result, ''),
+	coalesce(t.error, ''), t.prompt_tokens, t.completion_tokens, t.created_at, t.started_at, t.ended_at`
+
+// scanTask reads one row of taskColumns; NULL times become zero times.
+func scanTask(row pgx.Row) (master.Task, error) {
+	var t master.Task
+	var lease, started, ended *time.Time
+	err := row.Scan(&t.ID, &t.SessionID, &t.TurnID, &t.Round, &t.Role, &t.Instruction, &t.DependsOn,
+		&t.State, &t.Attempt, &t.WorkerID, &lease, &t.Result,
+		&t.Error, &t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.CreatedAt, &started, &ended)
+	if err != nil {
+		return master.Task{}, err
+	}
+	t.LeaseUntil, t.StartedAt, t.EndedAt = orZero(lease), orZero(started), orZero(ended)
+	if t.DependsOn == nil {
+		t.DependsOn = []int64{}
+	}
+	return t, nil
+}
+
+// orZero maps a NULL time to the zero time.
+func orZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// collectTasks reads every row of rows with scanTask.
+func collectTasks(rows pgx.Rows) ([]master.Task, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Task, error) { return scanTask(r) })
+}
+
+// EnqueueTasks queues tasks for round of a turn and returns their ids in
+// the order given. DependsOn indexes into tasks and may only point to an
+// earlier task, which rules out cycles. One wake is sent for the session.
+func (s *Store) EnqueueTasks(ctx context.Context, sessionID, turnID int64, round int, tasks []master.NewTask) ([]int64, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue tasks: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	ids, err := enqueueTasks(ctx, tx, sessionID, turnID, round, tasks)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue tasks: %w", err)
+	}
+	if err := notify(ctx, tx, sessionID); err != nil {
+		return nil, fmt.Errorf("enqueue tasks: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("enqueue tasks: %w", err)
+	}
+	return ids, nil
+}
+
+// enqueueTasks inserts tasks within tx, in one statement, and returns
+// their ids in order. It does not notify: the caller sends one wake for
+// its whole transaction (notify(ctx, tx, sessionID)) before committing.
+func enqueueTasks(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, round int, tasks []master.NewTask) ([]int64, error) {
+	input, err := batchJSON(tasks)
+	if err != nil {
+		return nil, err
+	}
+	// Ids are drawn from the identity sequence first, in batch order, so
+	// depends_on indexes can become ids within the same statement.
+	rows, err := tx.Query(ctx, `
+		WITH input AS MATERIALIZED (
+			SELECT b.ord, b.role, b.instruction, b.deps,
+			       nextval(pg_get_serial_sequence('tasks', 'id')) AS id
+			FROM (
+				SELECT * FROM jsonb_to_recordset($1::jsonb)
+					AS r(ord int, role text, instruction text, deps int[])
+				ORDER BY ord
+			) b
+		), inserted AS (
+			INSERT INTO tasks (id, session_id, turn_id, round, role, instruction, depends_on)
+			OVERRIDING SYSTEM VALUE
+			SELECT i.id, $2, $3, $4, i.role, i.instruction,
+			       coalesce((SELECT array_agg(d.id ORDER BY d.ord) FROM input d WHERE d.ord = ANY (i.deps)), '{}')
+			FROM input i
+		)
+		SELECT id FROM input ORDER BY ord`, input, sessionID, turnID, round)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) != len(tasks) {
+		return nil, fmt.Errorf("inserted %d tasks, want %d", len(ids), len(tasks))
+	}
+	return ids, nil
+}
+
+// roleName is the slug rule the schema enforces on role names.
+var roleName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+// batchJSON validates a batch and encodes it for jsonb_to_recordset.
+func batchJSON(tasks []master.NewTask) ([]byte, error) {
+	if len(tasks) == 0 {
+		return nil, errors.New("no tasks")
+	}
+	type row struct {
+		Ord         int    `json:"ord"`
+		Role        string `json:"role"`
+		Instruction string `json:"instruction"`
+		Deps        []int  `json:"deps"`
+	}
+	batch := make([]row, len(tasks))
+	for i, t := range tasks {
+		if !roleName.MatchString(t.Role) {
+			return nil, fmt.Errorf("task %d: role %q is not a slug like %s", i, t.Role, roleName)
+		}
+		if strings.TrimSpace(t.Instruction) == "" {
+			return nil, fmt.Errorf("task %d: empty instruction", i)
+		}
+		deps := []int{}
+		seen := map[int]bool{}
+		for _, d := range t.DependsOn {
+			switch {
+			case d == i:
+				return nil, fmt.Errorf("task %d depends on itself", i)
+			case d < 0 || d >= len(tasks):
+				return nil, fmt.Errorf("task %d depends on task %d: out of range 0..%d", i, d, len(tasks)-1)
+			case d > i:
+				return nil, fmt.Errorf("task %d depends on later task %d: a task may only depend on earlier ones", i, d)
+			case !seen[d]:
+				seen[d] = true
+				deps = append(deps, d)
+			}
+		}
+		batch[i] = row{Ord: i, Role: t.Role, Instruction: t.Instruction, Deps: deps}
+	}
+	return json.Marshal(batch)
+}
+
+// ClaimTasks leases up to n claimable tasks to workerID for lease, oldest
+// first: queued, in an active session, every dependency done. Claimers
+// skip each other's rows, so concurrent claims never share a task. Each
+// claimed task gets an ACK signal.
+func (s *Store) ClaimTasks(ctx context.Context, workerID string, n int, lease time.Duration) ([]master.Task, error) {
+	if n <= 0 || lease <= 0 || workerID == "" {
+		return nil, fmt.Errorf("claim tasks: need a worker id, n > 0 and lease > 0 (got %q, %d, %s)", workerID, n, lease)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	tasks, err := claimTasks(ctx, tx, workerID, n, lease)
+	if err != nil {
+		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
+	return tasks, nil
+}
+
+func claimTasks(ctx context.Context, tx pgx.Tx, workerID string, n int, lease time.Duration) ([]master.Task, error) {
+	rows, err := tx.Query(ctx, `
+		WITH picked AS (
+			SELECT t.id
+			FROM tasks t
+			JOIN sessions s ON s.id = t.session_id
+			WHERE t.state = 'queued'
+			  AND s.state = 'active'
+			  AND NOT EXISTS (
+				SELECT 1 FROM tasks d WHERE d.id = ANY (t.depends_on) AND d.state <> 'done')
+			ORDER BY t.id
+			LIMIT $2
+			FOR UPDATE OF t SKIP LOCKED
+		), claimed AS (
+			UPDATE tasks t
+			SET state = 'running', worker_id = $1, attempt = t.attempt + 1,
+			    lease_until = now() + $3 * interval '1 microsecond',
+			    started_at = coalesce(t.started_at, now()), updated_at = now()
+			FROM picked
+			WHERE t.id = picked.id
+			RETURNING t.*
+		), acks AS (
+			INSERT INTO signals (session_id, task_id, kind, payload)
+			SELECT c.session_id, c.id, 'ACK', jsonb_build_object('worker', c.worker_id, 'attempt', c.attempt)
+			FROM claimed c
+		)
+		SELECT `+taskColumns+` FROM claimed t ORDER BY t.id`,
+		workerID, n, lease.Microseconds())
+	if err != nil {
+		return nil, err
+	}
+	return collectTasks(rows)
+}
+
+// Heartbeat extends the lease of a running task to now+lease. It returns
+// master.ErrStale if the task is no longer running under attempt.
+func (s *Store) Heartbeat(ctx context.Context, taskID int64, attempt int, lease time.Duration) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("heartbeat: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	tag, err := tx.Exec(ctx, `
+		UPDATE tasks SET lease_until = now() + $3 * interval '1 microsecond', updated_at = now()
+		WHERE id = $1 AND state = 'running' AND attempt = $2`,
+		taskID, attempt, lease.Microseconds())
+	if err != nil {
+		return fmt.Errorf("heartbeat: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("heartbeat task %d attempt %d: %w", taskID, attempt, master.ErrStale)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("heartbeat: %w", err)
+	}
+	return nil
+}
+
+// RoundOpen returns how many tasks of a turn's round are still queued or
+// running: the round is complete (fan-in) when it is 0.
+func (s *Store) RoundOpen(ctx context.Context, turnID int64, round int) (int, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("round open: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	n, err := roundOpen(ctx, tx, turnID, round)
+	if err != nil {
+		return 0, fmt.Errorf("round open: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("round open: %w", err)
+	}
+	return n, nil
+}
+
+func roundOpen(ctx context.Context, tx pgx.Tx, turnID int64, round int) (int, error) {
+	var n int
+	err := tx.QueryRow(ctx, `
+		SELECT count(*) FROM tasks
+		WHERE turn_id = $1 AND round = $2 AND state IN ('queued', 'running')`, turnID, round).Scan(&n)
+	return n, err
+}
+
+// Task returns one task, or master.ErrNotFound.
+func (s *Store) Task(ctx context.Context, id int64) (master.Task, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return master.Task{}, fmt.Errorf("task %d: %w", id, err)
+	}
+	defer tx.Rollback(ctx)
+	t, err := scanTask(tx.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return master.Task{}, fmt.Errorf("task %d: %w", id, master.ErrNotFound)
+	}
+	if err != nil {
+		return master.Task{}, fmt.Errorf("task %d: %w", id, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return master.Task{}, fmt.Errorf("task %d: %w", id, err)
+	}
+	return t, nil
+}
+
+// TurnTasks returns every task of a turn, by round then id.
+func (s *Store) TurnTasks(ctx context.Context, turnID int64) ([]master.Task, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("turn tasks: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	tasks, err := turnTasks(ctx, tx, turnID)
+	if err != nil {
+		return nil, fmt.Errorf("turn tasks: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("turn tasks: %w", err)
+	}
+	return tasks, nil
+}
+
+func turnTasks(ctx context.Context, tx pgx.Tx, turnID int64) ([]master.Task, error) {
+	rows, err := tx.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.turn_id = $1 ORDER BY t.round, t.id`, turnID)
+	if err != nil {
+		return nil, err
+	}
+	return collectTasks(rows)
+}
