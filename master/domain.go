@@ -171,3 +171,11 @@ type Signal struct {
 	Payload   json.RawMessage
 	At        time.Time
 }
+
+// TaskInput is everything a worker may see for one task: never the
+// Discord thread, never the other roles' prompts.
+type TaskInput struct {
+	Goal string // the session's goal
+	Role Role   // the task's role, with its prompt and model
+	Deps []Task // the tasks this one depends on, with their results
+}

@@ -1,0 +1,119 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/callonbot/callon/master"
+)
+
+var callonCommand = command{
+	def: &discordgo.ApplicationCommand{
+		Name:        "callon",
+		Description: "Start a team session in a new thread (or in this thread) to work on a goal",
+		Contexts:    guildOnly,
+		Options: []*discordgo.ApplicationCommandOption{{
+			Type:        discordgo.ApplicationCommandOptionString,
+			Name:        "goal",
+			Description: "What the team should work on",
+			Required:    true,
+			MaxLength:   master.MaxGoalLen,
+		}},
+	},
+	handle: (*Bot).handleCallon,
+}
+
+func (b *Bot) handleCallon(i *discordgo.InteractionCreate) {
+	var goal string
+	if o := option(i, "goal"); o != nil {
+		goal = o.StringValue()
+	}
+	goal, err := master.CheckGoal(goal)
+	if err != nil {
+		b.respondEphemeral(i, err.Error())
+		return
+	}
+	if err := b.deferEphemeral(i); err != nil {
+		b.log.Warn("acknowledge /callon", "err", err)
+		return
+	}
+	b.goWork(time.Minute, func(ctx context.Context) {
+		b.editResponse(ctx, i, b.startTeam(ctx, i, goal))
+	})
+}
+
+// startTeam creates or binds the thread and the session, and returns what
+// to tell the caller.
+func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goal string) string {
+	log := b.log.With("command", "callon", "guild_id", i.GuildID, "channel_id", i.ChannelID)
+	ch, err := b.channel(ctx, i.ChannelID)
+	if err != nil {
+		log.Error("look up channel", "err", err)
+		return "Sorry, I could not look up this channel. Please try again."
+	}
+	var parentID, threadID string
+	switch ch.Type {
+	case discordgo.ChannelTypeGuildText, discordgo.ChannelTypeGuildNews:
+		parentID = ch.ID
+	case discordgo.ChannelTypeGuildPublicThread, discordgo.ChannelTypeGuildPrivateThread, discordgo.ChannelTypeGuildNewsThread:
+		parentID, threadID = ch.ParentID, ch.ID
+		if _, err := b.store.ActiveSession(ctx, threadID); err == nil {
+			return "This thread already has an active team: talk to it here, or end it with `/dissolve` first."
+		}
+	default:
+		return "Start a team from a text channel (I will open a thread) or from inside a thread."
+	}
+	if threadID == "" {
+		th, err := b.s.ThreadStartComplex(parentID, &discordgo.ThreadStart{
+			Name:                threadName(goal),
+			AutoArchiveDuration: 1440,
+			Type:                discordgo.ChannelTypeGuildPublicThread, // omitted, Discord makes it private
+		}, discordgo.WithContext(ctx))
+		if err != nil {
+			log.Warn("start thread", "err", err)
+			if code := discordCode(err); code == codeMissingPerms || code == codeMissingAccess {
+				return "I can't open a thread here. I need the **Create Public Threads** and **Send Messages in Threads** permissions in this channel."
+			}
+			return "Sorry, Discord would not let me open a thread just now. Please try again."
+		}
+		threadID = th.ID
+	}
+	sess, roster, err := b.svc.StartSession(ctx, master.NewSession{
+		GuildID: i.GuildID, ChannelID: parentID, ThreadID: threadID, OwnerID: i.Member.User.ID, Goal: goal,
+	})
+	switch {
+	case errors.Is(err, master.ErrSessionActive):
+		return "This thread already has an active team: talk to it here, or end it with `/dissolve` first."
+	case err != nil:
+		log.Error("start session", "err", err)
+		return "Sorry, I could not start the team. Please try again in a moment."
+	}
+	log.Info("session started", "session_id", sess.ID, "thread_id", threadID, "roles", len(roster))
+	return fmt.Sprintf("Your team (%s) is ready in <#%s>: %s", strings.Join(master.RoleNames(roster), ", "), threadID, JumpURL(i.GuildID, threadID))
+}
+
+// channel reads a channel from the gateway state, or from REST.
+func (b *Bot) channel(ctx context.Context, id string) (*discordgo.Channel, error) {
+	if b.s.State != nil {
+		if ch, err := b.s.State.Channel(id); err == nil {
+			return ch, nil
+		}
+	}
+	return b.s.Channel(id, discordgo.WithContext(ctx))
+}
+
+// threadName makes a thread name (at most 100 characters) from a goal.
+func threadName(goal string) string {
+	name := strings.Join(strings.Fields(goal), " ")
+	return master.Truncate(name, 100)
+}
+
+// JumpURL links to a channel or thread.
+func JumpURL(guildID, channelID string) string {
+	return "https://discord.com/channels/" + guildID + "/" + channelID
+}

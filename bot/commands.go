@@ -1,0 +1,96 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+)
+
+// command is a slash command: its definition beside its handler.
+type command struct {
+	def    *discordgo.ApplicationCommand
+	handle func(b *Bot, i *discordgo.InteractionCreate)
+}
+
+// commands is the registry of every slash command, one file each.
+var commands = []command{callonCommand, teamCommand, replanCommand, dissolveCommand}
+
+// guildOnly restricts a command to servers (no DMs, no group DMs).
+var guildOnly = &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild}
+
+func commandDefinitions() []*discordgo.ApplicationCommand {
+	defs := make([]*discordgo.ApplicationCommand, len(commands))
+	for i, c := range commands {
+		defs[i] = c.def
+	}
+	return defs
+}
+
+func (b *Bot) onInteraction(_ *discordgo.Session, i *discordgo.InteractionCreate) {
+	if i.Type != discordgo.InteractionApplicationCommand {
+		return
+	}
+	name := i.ApplicationCommandData().Name
+	for _, c := range commands {
+		if c.def.Name == name {
+			if i.Member == nil || i.GuildID == "" {
+				b.respondEphemeral(i, "callon works in server channels and threads, not in direct messages.")
+				return
+			}
+			c.handle(b, i)
+			return
+		}
+	}
+	b.respondEphemeral(i, fmt.Sprintf("I don't know the command /%s any more; it may have been removed.", name))
+}
+
+// noMentions lets a message ping nobody.
+func noMentions() *discordgo.MessageAllowedMentions {
+	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+}
+
+// respondEphemeral answers at once, visible only to the caller.
+func (b *Bot) respondEphemeral(i *discordgo.InteractionCreate, text string) {
+	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	defer cancel()
+	err := b.s.InteractionRespond(i.Interaction, &discordgo.InteractionResponse{
+		Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()},
+	}, discordgo.WithContext(ctx))
+	if err != nil {
+		b.log.Warn("respond to interaction", "command", i.ApplicationCommandData().Name, "err", err)
+	}
+}
+
+// deferEphemeral acknowledges within Discord's 3 s; the answer follows
+// with editResponse.
+func (b *Bot) deferEphemeral(i *discordgo.InteractionCreate) error {
+	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	defer cancel()
+	return b.s.InteractionRespond(i.Interaction, &discordgo.InteractionResponse{
+		Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral},
+	}, discordgo.WithContext(ctx))
+}
+
+// editResponse completes a deferred interaction.
+func (b *Bot) editResponse(ctx context.Context, i *discordgo.InteractionCreate, text string) {
+	_, err := b.s.InteractionResponseEdit(i.Interaction, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
+	if err != nil {
+		b.log.Warn("complete interaction", "command", i.ApplicationCommandData().Name, "err", err)
+	}
+}
+
+// option returns a top-level option by name, or nil.
+func option(i *discordgo.InteractionCreate, name string) *discordgo.ApplicationCommandInteractionDataOption {
+	for _, o := range i.ApplicationCommandData().Options {
+		if o.Name == name {
+			return o
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,348 @@
+package discordtest
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+)
+
+// Gateway opcodes.
+const (
+	opDispatch       = 0
+	opHeartbeat      = 1
+	opIdentify       = 2
+	opResume         = 6
+	opReconnect      = 7
+	opInvalidSession = 9
+	opHello          = 10
+	opHeartbeatAck   = 11
+)
+
+// privilegedIntents need a switch in the Developer Portal.
+const privilegedIntents = discordgo.IntentGuildMembers | discordgo.IntentGuildPresences | discordgo.IntentMessageContent
+
+// gwSession is a gateway session: it outlives its connections, and its log
+// of dispatches lets a RESUME replay what the bot missed.
+type gwSession struct {
+	id      string
+	intents discordgo.Intent
+	seq     int64
+	log     []gwFrame
+	conn    *gwConn // nil while the bot is disconnected
+}
+
+type gwFrame struct {
+	seq  int64
+	data []byte
+}
+
+// gwConn is one websocket connection. Frames are written in order by its
+// own goroutine, so the server never blocks on a socket while holding s.mu.
+type gwConn struct {
+	ws   *websocket.Conn
+	wake chan struct{}
+	done chan struct{}
+	once sync.Once
+
+	mu    sync.Mutex
+	queue []outFrame
+
+	sess *gwSession // guarded by Server.mu
+}
+
+type outFrame struct {
+	data      []byte
+	closeCode int // when set, send a close frame with data as its text, then close
+}
+
+func (c *gwConn) push(f outFrame) {
+	c.mu.Lock()
+	c.queue = append(c.queue, f)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *gwConn) send(data []byte) { c.push(outFrame{data: data}) }
+
+func (c *gwConn) sendOp(op int, d any) {
+	data, _ := json.Marshal(map[string]any{"op": op, "d": d, "s": nil, "t": nil})
+	c.send(data)
+}
+
+// closeWith closes the connection with a gateway close code once the
+// frames queued before it are written.
+func (c *gwConn) closeWith(code int, text string) {
+	c.push(outFrame{data: []byte(text), closeCode: code})
+}
+
+// close drops the connection at once, without a close frame.
+func (c *gwConn) close() {
+	c.once.Do(func() {
+		close(c.done)
+		_ = c.ws.Close()
+	})
+}
+
+func (c *gwConn) writeLoop() {
+	for {
+		select {
+		case <-c.wake:
+		case <-c.done:
+			return
+		}
+		c.mu.Lock()
+		q := c.queue
+		c.queue = nil
+		c.mu.Unlock()
+		for _, f := range q {
+			deadline := time.Now().Add(10 * time.Second)
+			if f.closeCode != 0 {
+				_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(f.closeCode, string(f.data)), deadline)
+				c.close()
+				return
+			}
+			_ = c.ws.SetWriteDeadline(deadline)
+			if err := c.ws.WriteMessage(websocket.TextMessage, f.data); err != nil {
+				c.close()
+				return
+			}
+		}
+	}
+}
+
+func (s *Server) gatewayURL() string {
+	return "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/gateway"
+}
+
+func (s *Server) handleGateway(w http.ResponseWriter, r *http.Request) {
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader has replied
+	}
+	c := &gwConn{ws: ws, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = ws.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.stats.Connections++
+	s.wg.Add(2)
+	s.notifyLocked()
+	s.mu.Unlock()
+	defer s.wg.Done()
+	go func() {
+		defer s.wg.Done()
+		c.writeLoop()
+	}()
+
+	c.sendOp(opHello, map[string]any{"heartbeat_interval": s.cfg.heartbeat.Milliseconds()})
+	if v := r.URL.Query().Get("v"); v != "" && v != "9" {
+		c.closeWith(4012, "Invalid API version.")
+	}
+	s.readLoop(c)
+}
+
+func (s *Server) readLoop(c *gwConn) {
+	defer func() {
+		s.mu.Lock()
+		if c.sess != nil && c.sess.conn == c {
+			c.sess.conn = nil
+		}
+		c.sess = nil
+		delete(s.conns, c)
+		s.notifyLocked()
+		s.mu.Unlock()
+		c.close()
+	}()
+	for {
+		_, data, err := c.ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		var p struct {
+			Op int             `json:"op"`
+			D  json.RawMessage `json:"d"`
+		}
+		if err := json.Unmarshal(data, &p); err != nil {
+			c.closeWith(4002, "Error while decoding payload.")
+			continue
+		}
+		switch p.Op {
+		case opHeartbeat:
+			s.mu.Lock()
+			s.stats.Heartbeats++
+			s.notifyLocked()
+			s.mu.Unlock()
+			c.sendOp(opHeartbeatAck, nil)
+		case opIdentify:
+			s.identify(c, p.D)
+		case opResume:
+			s.resume(c, p.D)
+		}
+	}
+}
+
+func (s *Server) tokenOK(token string) bool {
+	return token == "Bot "+s.cfg.token || token == s.cfg.token
+}
+
+func (s *Server) identify(c *gwConn, raw json.RawMessage) {
+	var d struct {
+		Token   string           `json:"token"`
+		Intents discordgo.Intent `json:"intents"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		c.closeWith(4002, "Error while decoding payload.")
+		return
+	}
+	if !s.tokenOK(d.Token) {
+		c.closeWith(4004, "Authentication failed.")
+		return
+	}
+	if s.cfg.noPrivileged && d.Intents&privilegedIntents != 0 {
+		c.closeWith(4014, "Disallowed intent(s).")
+		return
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.sess != nil {
+		c.closeWith(4005, "Already authenticated.")
+		return
+	}
+	sess := &gwSession{id: randomHex(16), intents: d.Intents, conn: c}
+	c.sess = sess
+	s.sessions[sess.id] = sess
+	s.stats.Identifies++
+	s.intents = d.Intents
+
+	var guilds []any
+	for _, g := range s.guilds {
+		guilds = append(guilds, map[string]any{"id": g.id, "unavailable": true})
+	}
+	me := userJSON(s.bot)
+	me["verified"] = true
+	me["mfa_enabled"] = false
+	me["flags"] = 0
+	s.sendLocked(sess, "READY", map[string]any{
+		"v":                       9,
+		"user":                    me,
+		"guilds":                  orEmpty(guilds),
+		"session_id":              sess.id,
+		"session_type":            "normal",
+		"resume_gateway_url":      s.gatewayURL(),
+		"application":             map[string]any{"id": s.cfg.appID, "flags": 0},
+		"private_channels":        []any{},
+		"relationships":           []any{},
+		"presences":               []any{},
+		"guild_join_requests":     []any{},
+		"geo_ordered_rtc_regions": []any{},
+		"user_settings":           map[string]any{},
+		"_trace":                  []string{"discordtest"},
+	})
+	for _, g := range s.guilds {
+		s.sendLocked(sess, "GUILD_CREATE", s.guildJSONLocked(g))
+	}
+	s.notifyLocked()
+}
+
+func (s *Server) resume(c *gwConn, raw json.RawMessage) {
+	var d struct {
+		Token     string `json:"token"`
+		SessionID string `json:"session_id"`
+		Seq       int64  `json:"seq"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		c.closeWith(4002, "Error while decoding payload.")
+		return
+	}
+	if !s.tokenOK(d.Token) {
+		c.closeWith(4004, "Authentication failed.")
+		return
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.notifyLocked()
+	sess := s.sessions[d.SessionID]
+	if sess == nil || c.sess != nil {
+		s.stats.FailedResumes++
+		c.sendOp(opInvalidSession, false)
+		return
+	}
+	if old := sess.conn; old != nil && old != c {
+		old.sess = nil
+		old.close()
+	}
+	sess.conn = c
+	c.sess = sess
+	for _, f := range sess.log {
+		if f.seq > d.Seq {
+			c.send(f.data)
+		}
+	}
+	s.sendLocked(sess, "RESUMED", map[string]any{"_trace": []string{"discordtest"}})
+	s.stats.Resumes++
+}
+
+// sendLocked logs a dispatch in sess and sends it if sess is connected.
+func (s *Server) sendLocked(sess *gwSession, event string, d any) {
+	sess.seq++
+	data, err := json.Marshal(map[string]any{"op": opDispatch, "s": sess.seq, "t": event, "d": d})
+	if err != nil {
+		panic("discordtest: marshal " + event + ": " + err.Error())
+	}
+	sess.log = append(sess.log, gwFrame{seq: sess.seq, data: data})
+	if sess.conn != nil {
+		sess.conn.send(data)
+	}
+}
+
+// requiredIntent is the intent a session needs to receive an event.
+func requiredIntent(event string) discordgo.Intent {
+	switch {
+	case strings.HasPrefix(event, "MESSAGE_"):
+		return discordgo.IntentGuildMessages
+	case strings.HasPrefix(event, "THREAD_"), strings.HasPrefix(event, "CHANNEL_"), strings.HasPrefix(event, "GUILD_"):
+		return discordgo.IntentGuilds
+	}
+	return 0
+}
+
+// dispatchLocked sends an event to every session that asked for it.
+// Sessions without MESSAGE_CONTENT get stripped, unless the message is the
+// bot's own or mentions it.
+func (s *Server) dispatchLocked(event string, d map[string]any) {
+	if len(s.sessions) == 0 {
+		s.stats.Dropped++
+	}
+	for _, sess := range s.sessions {
+		if need := requiredIntent(event); need != 0 && sess.intents&need == 0 {
+			continue
+		}
+		payload := d
+		if (event == "MESSAGE_CREATE" || event == "MESSAGE_UPDATE") && sess.intents&discordgo.IntentMessageContent == 0 && !s.contentVisible(d) {
+			payload = withoutContent(d)
+		}
+		s.sendLocked(sess, event, payload)
+	}
+	s.notifyLocked()
+}
+
+func (s *Server) contentVisible(msg map[string]any) bool {
+	if author, ok := msg["author"].(map[string]any); ok && author["id"] == s.bot.id {
+		return true
+	}
+	content, _ := msg["content"].(string)
+	return strings.Contains(content, "<@"+s.bot.id+">") || strings.Contains(content, "<@!"+s.bot.id+">")
+}

@@ -1,0 +1,109 @@
+package discordtest
+
+import (
+	"testing"
+
+	"github.com/bwmarrin/discordgo"
+)
+
+// GatewayStats counts what happened on the gateway.
+type GatewayStats struct {
+	Connections   int // websocket connections accepted, ever
+	Open          int // websocket connections open now
+	Identifies    int // IDENTIFYs answered with READY
+	Resumes       int // RESUMEs answered with a replay and RESUMED
+	FailedResumes int // RESUMEs answered with INVALID_SESSION
+	Heartbeats    int // heartbeats received (and acknowledged)
+	Dropped       int // dispatches sent while no session existed, so lost
+}
+
+// Connected reports whether a gateway connection has identified or resumed.
+func (s *Server) Connected() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.sess != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// WaitConnected waits until a gateway connection has identified or resumed.
+func (s *Server) WaitConnected(tb testing.TB) {
+	tb.Helper()
+	s.WaitFor(tb, s.Connected, "the bot to connect to the gateway")
+}
+
+// GatewayStats returns the gateway counters.
+func (s *Server) GatewayStats() GatewayStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Open = len(s.conns)
+	return st
+}
+
+// Intents returns the intents of the latest IDENTIFY.
+func (s *Server) Intents() discordgo.Intent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.intents
+}
+
+// DropGateway closes every gateway connection abruptly, as a network
+// failure would. Sessions stay valid: discordgo reconnects (after the one
+// second its Close sleeps) and resumes, and receives the dispatches sent in
+// the meantime.
+func (s *Server) DropGateway() {
+	s.mu.Lock()
+	var conns []*gwConn
+	for c := range s.conns {
+		if c.sess != nil {
+			c.sess.conn = nil
+			c.sess = nil
+		}
+		conns = append(conns, c)
+	}
+	s.notifyLocked()
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+}
+
+// InvalidateSession sends INVALID_SESSION (d: false) on every connection
+// and forgets every session, so RESUMEs fail from now on. discordgo v0.29.0
+// answers with a new IDENTIFY on the same connection.
+func (s *Server) InvalidateSession() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, sess := range s.sessions {
+		if sess.conn != nil {
+			sess.conn.sendOp(opInvalidSession, false)
+			sess.conn.sess = nil
+		}
+		delete(s.sessions, id)
+	}
+	s.notifyLocked()
+}
+
+// RequestReconnect sends RECONNECT (op 7) on every connection; discordgo
+// closes it and resumes on a new one.
+func (s *Server) RequestReconnect() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.sendOp(opReconnect, nil)
+	}
+}
+
+// RequestHeartbeat sends HEARTBEAT (op 1) on every connection; the client
+// must answer with a heartbeat at once.
+func (s *Server) RequestHeartbeat() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.sendOp(opHeartbeat, nil)
+	}
+}

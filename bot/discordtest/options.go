@@ -1,0 +1,108 @@
+package discordtest
+
+import "time"
+
+// config is what the options set.
+type config struct {
+	guilds        []guildSpec
+	botUserID     string
+	botName       string
+	appID         string
+	token         string
+	heartbeat     time.Duration
+	deadline      time.Duration
+	tokenLifetime time.Duration
+	waitTimeout   time.Duration
+	noPrivileged  bool
+}
+
+type guildSpec struct {
+	name     string
+	channels []string
+}
+
+func defaultConfig() config {
+	return config{
+		botName: "callon",
+		token:   "test-token",
+		// Long enough that discordgo's heartbeat rarely fires during the
+		// one second Close() sleeps (see DISCORD.md, teardown pitfall).
+		heartbeat:     10 * time.Second,
+		deadline:      3 * time.Second,
+		tokenLifetime: 15 * time.Minute,
+		waitTimeout:   10 * time.Second,
+	}
+}
+
+// Option configures a Server.
+type Option func(*config)
+
+// WithGuild adds a guild with the named text channels. The first use
+// replaces the default guild ("G" with channels "general" and "random").
+func WithGuild(name string, channels ...string) Option {
+	return func(c *config) {
+		c.guilds = append(c.guilds, guildSpec{name: name, channels: channels})
+	}
+}
+
+// WithBotUser sets the bot user's id and name. By default the id is a fresh
+// snowflake and the name is "callon".
+func WithBotUser(id, name string) Option {
+	return func(c *config) {
+		c.botUserID = id
+		c.botName = name
+	}
+}
+
+// WithApplicationID sets the application id. By default it is a fresh
+// snowflake, different from the bot user's id so that a bot mixing the two
+// up is caught.
+func WithApplicationID(id string) Option {
+	return func(c *config) { c.appID = id }
+}
+
+// WithToken sets the bot token the server accepts, without the "Bot "
+// prefix. The default is "test-token".
+func WithToken(token string) Option {
+	return func(c *config) { c.token = token }
+}
+
+// WithHeartbeatInterval sets the interval sent in HELLO; values under a
+// millisecond are ignored, since discordgo panics on zero. The default is
+// 10 s. Short intervals make discordgo's Close() reconnect now and then (it
+// sleeps a second while its heartbeat can still fire), so keep it at
+// seconds.
+func WithHeartbeatInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d >= time.Millisecond {
+			c.heartbeat = d
+		}
+	}
+}
+
+// WithInteractionDeadline sets how long after its dispatch an interaction
+// may be acknowledged. Discord allows 3 s, the default.
+func WithInteractionDeadline(d time.Duration) Option {
+	return func(c *config) { c.deadline = d }
+}
+
+// WithTokenLifetime sets how long after its dispatch an interaction token
+// may be used for edits and follow-ups. Discord allows 15 minutes, the
+// default.
+func WithTokenLifetime(d time.Duration) Option {
+	return func(c *config) { c.tokenLifetime = d }
+}
+
+// WithWaitTimeout sets how long WaitFor and the other Wait methods wait
+// before failing the test. The default is 10 s.
+func WithWaitTimeout(d time.Duration) Option {
+	return func(c *config) { c.waitTimeout = d }
+}
+
+// WithoutPrivilegedIntents makes the application lack the privileged
+// intents (MESSAGE_CONTENT, GUILD_MEMBERS, GUILD_PRESENCES) in the
+// Developer Portal: an IDENTIFY asking for any of them is closed with code
+// 4014, as Discord does.
+func WithoutPrivilegedIntents() Option {
+	return func(c *config) { c.noPrivileged = true }
+}

@@ -1,0 +1,205 @@
+package discordtest
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// Route names a REST endpoint: the method and the path pattern below
+// /api/v9, as in "POST /channels/{c}/messages". Use the constants.
+type Route string
+
+// The routes the server implements.
+const (
+	RouteGetGateway    Route = "GET /gateway"
+	RouteGetGatewayBot Route = "GET /gateway/bot"
+
+	RouteGetCurrentUser        Route = "GET /users/@me"
+	RouteGetCurrentApplication Route = "GET /applications/@me"
+	RouteGetGuild              Route = "GET /guilds/{g}"
+	RouteGetGuildChannels      Route = "GET /guilds/{g}/channels"
+	RouteListActiveThreads     Route = "GET /guilds/{g}/threads/active"
+
+	RouteOverwriteGlobalCommands Route = "PUT /applications/{app}/commands"
+	RouteGetGlobalCommands       Route = "GET /applications/{app}/commands"
+	RouteOverwriteGuildCommands  Route = "PUT /applications/{app}/guilds/{g}/commands"
+	RouteGetGuildCommands        Route = "GET /applications/{app}/guilds/{g}/commands"
+
+	RouteCreateInteractionResponse Route = "POST /interactions/{id}/{token}/callback"
+	RouteCreateFollowup            Route = "POST /webhooks/{app}/{token}"
+	RouteGetOriginalResponse       Route = "GET /webhooks/{app}/{token}/messages/@original"
+	RouteEditOriginalResponse      Route = "PATCH /webhooks/{app}/{token}/messages/@original"
+	RouteDeleteOriginalResponse    Route = "DELETE /webhooks/{app}/{token}/messages/@original"
+	RouteGetFollowup               Route = "GET /webhooks/{app}/{token}/messages/{m}"
+	RouteEditFollowup              Route = "PATCH /webhooks/{app}/{token}/messages/{m}"
+	RouteDeleteFollowup            Route = "DELETE /webhooks/{app}/{token}/messages/{m}"
+
+	RouteCreateMessage Route = "POST /channels/{c}/messages"
+	RouteListMessages  Route = "GET /channels/{c}/messages"
+	RouteGetMessage    Route = "GET /channels/{c}/messages/{m}"
+	RouteEditMessage   Route = "PATCH /channels/{c}/messages/{m}"
+	RouteDeleteMessage Route = "DELETE /channels/{c}/messages/{m}"
+
+	RouteStartThreadFromMessage Route = "POST /channels/{c}/messages/{m}/threads"
+	RouteStartThread            Route = "POST /channels/{c}/threads"
+	RouteJoinThread             Route = "PUT /channels/{c}/thread-members/@me"
+	RouteGetChannel             Route = "GET /channels/{c}"
+	RouteModifyChannel          Route = "PATCH /channels/{c}"
+	RouteTriggerTyping          Route = "POST /channels/{c}/typing"
+)
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /gateway", s.handleGateway)
+	mux.HandleFunc("GET /gateway/", s.handleGateway)
+	handlers := map[Route]http.HandlerFunc{
+		RouteGetGateway:                s.getGateway,
+		RouteGetGatewayBot:             s.getGateway,
+		RouteGetCurrentUser:            s.getCurrentUser,
+		RouteGetCurrentApplication:     s.getCurrentApplication,
+		RouteGetGuild:                  s.getGuild,
+		RouteGetGuildChannels:          s.getGuildChannels,
+		RouteListActiveThreads:         s.listActiveThreads,
+		RouteOverwriteGlobalCommands:   s.overwriteCommands,
+		RouteGetGlobalCommands:         s.getCommands,
+		RouteOverwriteGuildCommands:    s.overwriteCommands,
+		RouteGetGuildCommands:          s.getCommands,
+		RouteCreateInteractionResponse: s.createInteractionResponse,
+		RouteCreateFollowup:            s.createFollowup,
+		RouteGetOriginalResponse:       s.getWebhookMessage,
+		RouteEditOriginalResponse:      s.editWebhookMessage,
+		RouteDeleteOriginalResponse:    s.deleteWebhookMessage,
+		RouteGetFollowup:               s.getWebhookMessage,
+		RouteEditFollowup:              s.editWebhookMessage,
+		RouteDeleteFollowup:            s.deleteWebhookMessage,
+		RouteCreateMessage:             s.createMessage,
+		RouteListMessages:              s.listMessages,
+		RouteGetMessage:                s.getMessage,
+		RouteEditMessage:               s.editMessage,
+		RouteDeleteMessage:             s.deleteMessage,
+		RouteStartThreadFromMessage:    s.startThreadFromMessage,
+		RouteStartThread:               s.startThread,
+		RouteJoinThread:                s.joinThread,
+		RouteGetChannel:                s.getChannel,
+		RouteModifyChannel:             s.modifyChannel,
+		RouteTriggerTyping:             s.triggerTyping,
+	}
+	for route, h := range handlers {
+		method, path, _ := strings.Cut(string(route), " ")
+		mux.HandleFunc(method+" /api/v9"+path, s.wrap(route, h))
+	}
+	mux.HandleFunc("/", s.notFound)
+	return mux
+}
+
+// wrap counts the call, checks the bot token and plays injected faults.
+func (s *Server) wrap(route Route, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		authorized := r.Header.Get("Authorization") == "Bot "+s.cfg.token
+		s.mu.Lock()
+		s.calls[route]++
+		f, faulted := fault{}, false
+		if authorized {
+			f, faulted = s.popFaultLocked(route)
+		}
+		s.notifyLocked()
+		s.mu.Unlock()
+
+		if faulted {
+			setRateLimitHeaders(w.Header(), route, &f)
+			f.write(w)
+			return
+		}
+		setRateLimitHeaders(w.Header(), route, nil)
+		if !authorized {
+			writeError(w, &apiError{status: http.StatusUnauthorized, Message: "401: Unauthorized"})
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.unknown = append(s.unknown, r.Method+" "+r.URL.Path)
+	s.notifyLocked()
+	s.mu.Unlock()
+	setRateLimitHeaders(w.Header(), Route(r.Method+" "+r.URL.Path), nil)
+	writeError(w, &apiError{status: http.StatusNotFound, Message: "404: Not Found"})
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, e)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+}
+
+// readPayload returns the JSON body of a request, from payload_json when
+// it is multipart, and the files uploaded with it.
+func readPayload(r *http.Request) ([]byte, []Attachment, *apiError) {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "multipart/form-data" {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 25<<20))
+		if err != nil {
+			return nil, nil, errInvalidJSON()
+		}
+		if len(bytes.TrimSpace(body)) == 0 {
+			body = []byte("{}")
+		}
+		return body, nil, nil
+	}
+	if err := r.ParseMultipartForm(25 << 20); err != nil {
+		return nil, nil, errInvalidJSON()
+	}
+	body := []byte("{}")
+	if v := r.MultipartForm.Value["payload_json"]; len(v) > 0 {
+		body = []byte(v[0])
+	}
+	var files []Attachment
+	keys := make([]string, 0, len(r.MultipartForm.File))
+	for k := range r.MultipartForm.File {
+		keys = append(keys, k)
+	}
+	// files[2] before files[10]
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b))
+	})
+	for _, k := range keys {
+		for _, fh := range r.MultipartForm.File[k] {
+			f, err := fh.Open()
+			if err != nil {
+				return nil, nil, errInvalidJSON()
+			}
+			data, err := io.ReadAll(f)
+			_ = f.Close()
+			if err != nil {
+				return nil, nil, errInvalidJSON()
+			}
+			files = append(files, Attachment{Filename: fh.Filename, ContentType: fh.Header.Get("Content-Type"), Data: data})
+		}
+	}
+	return body, files, nil
+}
+
+// decode unmarshals a request body, ignoring unknown fields as Discord does.
+func decode(body []byte, v any) *apiError {
+	if err := json.Unmarshal(body, v); err != nil {
+		return errInvalidJSON()
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/callonbot/callon/master"
+)
+
+// Discord JSON error codes the bot reacts to.
+const (
+	codeUnknownChannel   = 10003
+	codeUnknownMessage   = 10008
+	codeMissingAccess    = 50001
+	codeMissingPerms     = 50013
+	codeThreadArchived   = 50083
+	codeUnknownInteract  = 10062
+	codeAlreadyAcked     = 40060
+	codeInvalidFormBody  = 50035
+	codeCannotSendEmpty  = 50006
+	codeMaxPinsOrThreads = 30003
+)
+
+// Messenger posts for the master. Every message it creates pings nobody
+// but, for a reply, the author replied to.
+type Messenger struct {
+	s *discordgo.Session
+}
+
+var _ master.Messenger = (*Messenger)(nil)
+
+// NewMessenger returns a Messenger over a discordgo session.
+func NewMessenger(s *discordgo.Session) *Messenger { return &Messenger{s: s} }
+
+// outgoing is the create-message body. discordgo's MessageSend has no
+// nonce, so the bot sends its own body through the session.
+type outgoing struct {
+	Content          string                            `json:"content"`
+	Nonce            string                            `json:"nonce,omitempty"`
+	EnforceNonce     bool                              `json:"enforce_nonce,omitempty"`
+	AllowedMentions  *discordgo.MessageAllowedMentions `json:"allowed_mentions"`
+	MessageReference *discordgo.MessageReference       `json:"message_reference,omitempty"`
+}
+
+// Send posts m with its nonce and enforce_nonce, so a resend after a crash
+// returns the first message instead of a duplicate. A thread archived in
+// the meantime is unarchived once.
+func (m *Messenger) Send(ctx context.Context, msg master.OutMessage) (string, error) {
+	body := outgoing{
+		Content:         msg.Content,
+		Nonce:           msg.Nonce,
+		EnforceNonce:    msg.Nonce != "",
+		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},
+	}
+	if msg.ReplyTo != "" {
+		no := false
+		body.MessageReference = &discordgo.MessageReference{MessageID: msg.ReplyTo, ChannelID: msg.ChannelID, FailIfNotExists: &no}
+		body.AllowedMentions.RepliedUser = true
+	}
+	sent, err := m.post(ctx, msg.ChannelID, body)
+	if discordCode(err) == codeThreadArchived {
+		if uerr := m.unarchive(ctx, msg.ChannelID); uerr == nil {
+			sent, err = m.post(ctx, msg.ChannelID, body)
+		}
+	}
+	if err != nil {
+		return "", classify(fmt.Errorf("send message to %s: %w", msg.ChannelID, err))
+	}
+	return sent.ID, nil
+}
+
+func (m *Messenger) post(ctx context.Context, channelID string, body outgoing) (*discordgo.Message, error) {
+	endpoint := discordgo.EndpointChannelMessages(channelID)
+	raw, err := m.s.RequestWithBucketID(http.MethodPost, endpoint, body, endpoint, discordgo.WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	var sent discordgo.Message
+	if err := json.Unmarshal(raw, &sent); err != nil {
+		return nil, fmt.Errorf("decode sent message: %w", err)
+	}
+	return &sent, nil
+}
+
+func (m *Messenger) unarchive(ctx context.Context, threadID string) error {
+	no := false
+	_, err := m.s.ChannelEdit(threadID, &discordgo.ChannelEdit{Archived: &no}, discordgo.WithContext(ctx))
+	return err
+}
+
+// Edit replaces a message's content, still pinging nobody.
+func (m *Messenger) Edit(ctx context.Context, channelID, messageID, content string) error {
+	_, err := m.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
+		ID:              messageID,
+		Channel:         channelID,
+		Content:         &content,
+		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},
+	}, discordgo.WithContext(ctx))
+	if err != nil {
+		return classify(fmt.Errorf("edit message %s: %w", messageID, err))
+	}
+	return nil
+}
+
+// Typing shows the typing indicator.
+func (m *Messenger) Typing(ctx context.Context, channelID string) error {
+	return m.s.ChannelTyping(channelID, discordgo.WithContext(ctx))
+}
+
+// classify marks errors that retrying cannot fix as master.ErrPermanent:
+// every 4xx but 429 (which discordgo already waits out).
+func classify(err error) error {
+	var rerr *discordgo.RESTError
+	if errors.As(err, &rerr) && rerr.Response != nil {
+		if s := rerr.Response.StatusCode; s >= 400 && s < 500 && s != http.StatusTooManyRequests && s != http.StatusRequestTimeout {
+			return fmt.Errorf("%w: %w", master.ErrPermanent, err)
+		}
+	}
+	return err
+}
+
+// discordCode is the JSON error code of a Discord REST error, or 0.
+func discordCode(err error) int {
+	var rerr *discordgo.RESTError
+	if errors.As(err, &rerr) && rerr.Message != nil {
+		return rerr.Message.Code
+	}
+	return 0
+}

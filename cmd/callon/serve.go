@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/callonbot/callon/bot"
+	"github.com/callonbot/callon/config"
+	"github.com/callonbot/callon/llm"
+	"github.com/callonbot/callon/master"
+	"github.com/callonbot/callon/store"
+	"github.com/callonbot/callon/workers"
+)
+
+func migrate(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+	st, err := store.Open(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	n, err := st.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "applied %d migration(s)\n", n)
+	return nil
+}
+
+// serve runs the worker pool, and with withBot the Discord bot, the
+// master, the outbox and the status messages, until ctx ends.
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot bool) error {
+	log.Info("starting callon", "version", version, "config", cfg)
+	st, err := store.Open(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	owner := ownerID()
+	lim := cfg.Limits
+	model := llm.New(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency}, log)
+	listener := st.NewListener()
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return listener.Run(ctx) })
+	wake := func() <-chan string {
+		ch, _ := listener.Subscribe()
+		return ch
+	}
+	pool := workers.New(workers.Config{
+		ID:          owner,
+		Slots:       lim.WorkerSlots,
+		Lease:       lim.TaskLease,
+		Heartbeat:   lim.Heartbeat(),
+		SweepEvery:  lim.SweepInterval,
+		TaskTimeout: lim.TaskTimeout,
+		WorkerModel: cfg.WorkerModel,
+		Wake:        wake(),
+	}, st, model, log)
+	g.Go(func() error { return pool.Run(ctx) })
+
+	var ready func() bool = func() bool { return true }
+	if withBot {
+		svc := master.NewService(st, nil)
+		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL}, svc, st, log)
+		if err != nil {
+			return err
+		}
+		orch := master.NewOrchestrator(master.Config{
+			Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks,
+			MaxRoles: lim.MaxWorkers, History: lim.History, SessionTokens: lim.SessionTokens,
+			Lease: lim.TaskLease, Wake: wake(),
+		}, st, model, log)
+		out := b.Messenger()
+		disp := master.NewDispatcher(master.DispatcherConfig{Owner: owner, Wake: wake()}, st, out, log)
+		pres := master.NewPresenter(master.PresenterConfig{}, st, out, log)
+		g.Go(func() error { return b.Run(ctx) })
+		g.Go(func() error { return orch.Run(ctx) })
+		g.Go(func() error { return disp.Run(ctx) })
+		g.Go(func() error { return pres.Run(ctx) })
+	}
+	if cfg.HTTPAddr != "" {
+		g.Go(func() error { return serveHealth(ctx, cfg.HTTPAddr, st, ready, log) })
+	}
+	err = g.Wait()
+	log.Info("callon stopped")
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// serveHealth answers GET /healthz: 200 when Postgres answers.
+func serveHealth(ctx context.Context, addr string, st *store.Store, ready func() bool, log *slog.Logger) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := st.Ping(pctx); err != nil || !ready() {
+			http.Error(w, "unhealthy: database unreachable", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	log.Info("health endpoint listening", "addr", addr)
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("health endpoint: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,385 @@
+// Package workers runs the team's tasks: it claims queued tasks from the
+// store, runs each as its role's LLM conversation that ends in a report
+// tool call, keeps the task's lease alive while it runs, and writes the
+// outcome. Workers never reach Discord: nothing in this package can post,
+// and a result reaches the thread only inside the master's merged reply.
+package workers
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	mrand "math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/callonbot/callon/master"
+)
+
+// Store is what the pool needs from Postgres (package store implements
+// it). Every method that acts on one task is guarded by its attempt and
+// returns master.ErrStale when the task is no longer running under it.
+type Store interface {
+	// ClaimTasks leases up to n claimable tasks to workerID for lease.
+	ClaimTasks(ctx context.Context, workerID string, n int, lease time.Duration) ([]master.Task, error)
+	// Heartbeat extends a running task's lease to now+lease.
+	Heartbeat(ctx context.Context, taskID int64, attempt int, lease time.Duration) error
+	// CompleteTask ends a running task with out.
+	CompleteTask(ctx context.Context, taskID int64, attempt int, out master.Outcome) (master.Task, error)
+	// ReleaseTask puts a running task back in the queue at once, for
+	// another worker to claim (graceful shutdown).
+	ReleaseTask(ctx context.Context, taskID int64, attempt int) error
+	// Progress records a PROGRESS signal for a running task.
+	Progress(ctx context.Context, taskID int64, attempt int, percent int, note string) error
+	// TaskInput returns what the worker of t may see.
+	TaskInput(ctx context.Context, t master.Task) (TaskInput, error)
+	// SweepExpired takes back the tasks whose lease expired.
+	SweepExpired(ctx context.Context) (requeued, failed int, err error)
+}
+
+// TaskInput is everything a worker is allowed to see for one task: the
+// goal, its role, its dependencies with their results. Never the Discord
+// thread, never the other roles' prompts. It lives in master so that the
+// store can produce it without importing workers.
+type TaskInput = master.TaskInput
+
+// Defaults for the zero fields of Config (see ARCHITECTURE.md, timing).
+const (
+	DefaultSlots       = 4
+	DefaultLease       = 30 * time.Second
+	DefaultPoll        = 2 * time.Second
+	DefaultSweepEvery  = 5 * time.Second
+	DefaultTaskTimeout = 5 * time.Minute
+	DefaultMaxSteps    = 8
+)
+
+// storeTimeout bounds every single store call the pool makes.
+const storeTimeout = 5 * time.Second
+
+// maxBackoff caps the wait between failed claims.
+const maxBackoff = 30 * time.Second
+
+// Config tunes a Pool. Zero fields take the defaults above.
+type Config struct {
+	// ID names this worker process in the task rows; default
+	// hostname-pid-random.
+	ID string
+	// Slots is how many tasks run at once; a claim asks for at most the
+	// free ones.
+	Slots int
+	// Lease is how long a claim (or a heartbeat) keeps a task ours.
+	Lease time.Duration
+	// Heartbeat is how often a running task's lease is extended; default
+	// Lease/3. A value not below Lease is replaced by the default.
+	Heartbeat time.Duration
+	// Poll is the fallback claim interval (jittered ±20%), so a lost wake
+	// delays work by at most this much.
+	Poll time.Duration
+	// SweepEvery is how often expired leases are taken back; negative
+	// disables the sweeper (another process runs it).
+	SweepEvery time.Duration
+	// TaskTimeout bounds one task; a role's Timeout overrides it.
+	TaskTimeout time.Duration
+	// WorkerModel is the model of roles that name none.
+	WorkerModel string
+	// MaxSteps bounds the model calls of one task, progress calls included.
+	MaxSteps int
+	// Wake delivers hints that work may be waiting: a session id, or
+	// anything else (such as "*") for "any session". The pool then claims,
+	// and checks at once that its running tasks of that session are still
+	// its own, which is how a cancellation made by another process arrives.
+	// Nil means polling only.
+	Wake <-chan string
+}
+
+func (c Config) withDefaults() Config {
+	c.ID = cmp.Or(c.ID, defaultID())
+	c.Slots = cmp.Or(max(c.Slots, 0), DefaultSlots)
+	c.Lease = cmp.Or(max(c.Lease, 0), DefaultLease)
+	if c.Heartbeat <= 0 || c.Heartbeat >= c.Lease {
+		c.Heartbeat = c.Lease / 3
+	}
+	c.Poll = cmp.Or(max(c.Poll, 0), DefaultPoll)
+	c.SweepEvery = cmp.Or(c.SweepEvery, DefaultSweepEvery)
+	c.TaskTimeout = cmp.Or(max(c.TaskTimeout, 0), DefaultTaskTimeout)
+	c.MaxSteps = cmp.Or(max(c.MaxSteps, 0), DefaultMaxSteps)
+	return c
+}
+
+// defaultID is hostname-pid-random: unique per process, readable in rows.
+func defaultID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "worker"
+	}
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b)
+}
+
+// Pool claims tasks and runs each on its own goroutine, at most
+// Config.Slots at once. It also runs the lease sweeper.
+type Pool struct {
+	cfg    Config
+	store  Store
+	llm    master.LLM
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	running map[int64]*running // by task id
+	started bool
+}
+
+// running is one task in flight.
+type running struct {
+	task master.Task
+	ctx  context.Context
+	// cancel stops the task; the cause decides what is written for it.
+	cancel context.CancelCauseFunc
+	// check asks for a heartbeat now (holds at most one request).
+	check chan struct{}
+}
+
+// New returns a pool; call Run.
+func New(cfg Config, store Store, llm master.LLM, logger *slog.Logger) *Pool {
+	cfg = cfg.withDefaults()
+	return &Pool{
+		cfg:     cfg,
+		store:   store,
+		llm:     llm,
+		logger:  logger.With("component", "workers", "worker_id", cfg.ID),
+		running: make(map[int64]*running),
+	}
+}
+
+// Causes of a task's cancellation, other than shutdown.
+var (
+	// errSessionCancelled: CancelSession stopped the task.
+	errSessionCancelled = errors.New("session cancelled")
+	// errTaskTimeout: the task's deadline passed.
+	errTaskTimeout = errors.New("task timed out")
+)
+
+// Run claims and runs tasks until ctx is done. Then it cancels the
+// running tasks, releases them for another process to take at once, and
+// returns nil after every goroutine it started has ended. A task whose
+// release fails is not lost: its lease expires and the sweeper requeues it.
+func (p *Pool) Run(ctx context.Context) error {
+	p.mu.Lock()
+	if p.started {
+		p.mu.Unlock()
+		return errors.New("workers: Run called twice")
+	}
+	p.started = true
+	p.mu.Unlock()
+
+	p.logger.Info("worker pool started", "slots", p.cfg.Slots)
+	defer p.logger.Info("worker pool stopped")
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if p.cfg.SweepEvery > 0 {
+		wg.Go(func() { p.sweep(ctx) })
+	}
+
+	// finished holds one pending "a slot is free" signal: free slots are
+	// counted from p.running, so signals may coalesce.
+	finished := make(chan struct{}, 1)
+	wake := p.cfg.Wake
+	failures := 0
+	claim := true
+	for {
+		if claim {
+			tasks, err := p.claim(ctx)
+			switch {
+			case ctx.Err() != nil:
+				// Shutting down: the claim's error is ours.
+			case err != nil:
+				failures++
+				if failures == 1 {
+					p.logger.Warn("claim failed; retrying with backoff", "err", err)
+				} else {
+					p.logger.Debug("claim failed again", "err", err, "failures", failures)
+				}
+			default:
+				if failures > 0 {
+					p.logger.Info("claiming again", "failed_attempts", failures)
+				}
+				failures = 0
+			}
+			for _, r := range tasks {
+				wg.Go(func() {
+					p.runTask(ctx, r)
+					p.unregister(r)
+					select {
+					case finished <- struct{}{}:
+					default:
+					}
+				})
+			}
+		}
+
+		// Any wake ends a backoff early: after an outage, the listener's
+		// reconnection wake is the first sign that Postgres is back.
+		delay := jitter(p.cfg.Poll)
+		if failures > 0 {
+			delay = backoff(failures, p.cfg.Poll, maxBackoff)
+		}
+		timer := time.NewTimer(delay)
+		claim = true
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case hint, ok := <-wake:
+			if !ok {
+				wake, claim = nil, false
+				break
+			}
+			p.checkRunning(hint)
+		case <-finished:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// claim asks the store for as many tasks as there are free slots and
+// registers them as running.
+func (p *Pool) claim(ctx context.Context) ([]*running, error) {
+	free := p.cfg.Slots - p.inFlight()
+	if free <= 0 {
+		return nil, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	tasks, err := p.store.ClaimTasks(cctx, p.cfg.ID, free, p.cfg.Lease)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	if len(tasks) > free {
+		// Never run more than the slots, whatever the store did.
+		p.logger.Error("store returned more tasks than asked; releasing the extra", "asked", free, "got", len(tasks))
+		for _, t := range tasks[free:] {
+			p.release(ctx, t, p.taskLogger(t))
+		}
+		tasks = tasks[:free]
+	}
+	out := make([]*running, 0, len(tasks))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range tasks {
+		tctx, cancel := context.WithCancelCause(ctx)
+		r := &running{task: t, ctx: tctx, cancel: cancel, check: make(chan struct{}, 1)}
+		p.running[t.ID] = r
+		out = append(out, r)
+	}
+	if len(out) > 0 {
+		p.logger.Debug("claimed tasks", "count", len(out), "free", free)
+	}
+	return out, nil
+}
+
+func (p *Pool) inFlight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.running)
+}
+
+func (p *Pool) unregister(r *running) {
+	r.cancel(nil)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running[r.task.ID] == r {
+		delete(p.running, r.task.ID)
+	}
+}
+
+// CancelSession stops this process's running tasks of a session at once:
+// their model calls are cancelled and nothing is written for them, so
+// call it once the store has ended the session's tasks. It returns how
+// many tasks it stopped. Other processes find out through the session's
+// wake (see Config.Wake) or their next heartbeat.
+func (p *Pool) CancelSession(sessionID int64) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, r := range p.running {
+		if r.task.SessionID == sessionID {
+			r.cancel(errSessionCancelled)
+			n++
+		}
+	}
+	return n
+}
+
+// checkRunning asks the running tasks that a wake hint concerns to
+// heartbeat now: a hint is a session id, anything else means every
+// session. A task cancelled elsewhere then stops within one store call.
+func (p *Pool) checkRunning(hint string) {
+	session, err := strconv.ParseInt(hint, 10, 64)
+	all := err != nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.running {
+		if all || r.task.SessionID == session {
+			select {
+			case r.check <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// sweep takes back expired leases every SweepEvery until ctx is done.
+func (p *Pool) sweep(ctx context.Context) {
+	t := time.NewTicker(p.cfg.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		requeued, failed, err := p.store.SweepExpired(sctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			p.logger.Warn("sweep failed", "err", err)
+		case requeued+failed > 0:
+			p.logger.Info("swept expired tasks", "requeued", requeued, "failed", failed)
+		}
+	}
+}
+
+// jitter returns d ± 20%, so pollers started together drift apart.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	spread := d * 2 / 5
+	return d - d/5 + mrand.N(spread+1)
+}
+
+// backoff is the wait after n (≥ 1) failures in a row: exponential from
+// lo, capped at hi, the upper half jittered.
+func backoff(n int, lo, hi time.Duration) time.Duration {
+	d := lo
+	for i := 1; i < n && d < hi; i++ {
+		d *= 2
+	}
+	d = min(d, hi)
+	return d/2 + mrand.N(d/2+1)
+}
+
+// taskLogger is the pool's logger with one task's fields.
+func (p *Pool) taskLogger(t master.Task) *slog.Logger {
+	return p.logger.With("task_id", t.ID, "role", t.Role, "session_id", t.SessionID, "attempt", t.Attempt)
+}

@@ -1,0 +1,65 @@
+package workers
+
+import (
+	"cmp"
+	"fmt"
+	"strings"
+
+	"github.com/callonbot/callon/master"
+)
+
+// maxDepChars bounds one dependency's result in a worker's context, so the
+// context stays bounded however much the earlier tasks wrote.
+const maxDepChars = 6000
+
+// workerInstructions close every worker's system prompt.
+const workerInstructions = `How you work:
+- The team's coordinator gave you one task. Do it, then call report once: status "done" with your complete result.
+- The coordinator merges your result with the others' into one answer, so make it self-contained: do not refer to "above", to earlier messages or to your tools.
+- If you cannot do the task, report status "blocked" with the reason as the result. If you need an answer only the user can give, report status "need_info" with your question in "question".
+- For long work, call progress now and then with a percent and a short note; it does not end your task.
+- You cannot talk to the user: only your report reaches the team.`
+
+// messages is the whole context of a task's first model call.
+func messages(t master.Task, in TaskInput) []master.Message {
+	return []master.Message{
+		{Role: master.RoleSystem, Content: systemPrompt(t, in)},
+		{Role: master.RoleUser, Content: userMessage(t, in.Deps)},
+	}
+}
+
+// systemPrompt names the role and the goal, then gives the role's own
+// prompt and how to use the tools. It never shows the other roles.
+func systemPrompt(t master.Task, in TaskInput) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are the %s of a team working on: %s\n\n", cmp.Or(in.Role.Name, t.Role), strings.TrimSpace(in.Goal))
+	if p := strings.TrimSpace(in.Role.Prompt); p != "" {
+		b.WriteString(p)
+		b.WriteString("\n\n")
+	}
+	b.WriteString(workerInstructions)
+	return b.String()
+}
+
+// userMessage is the instruction, then each dependency's result headed
+// with its role and task id.
+func userMessage(t master.Task, deps []master.Task) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(t.Instruction))
+	if len(deps) == 0 {
+		return b.String()
+	}
+	b.WriteString("\n\nResults of the tasks yours builds on:")
+	for _, d := range deps {
+		text := strings.TrimSpace(d.Result)
+		if d.State == master.TaskDone {
+			fmt.Fprintf(&b, "\n\n### %s (task #%d)\n", d.Role, d.ID)
+		} else {
+			// Claims wait for done dependencies; this is a safety net.
+			fmt.Fprintf(&b, "\n\n### %s (task #%d, %s)\n", d.Role, d.ID, d.State)
+			text = cmp.Or(strings.TrimSpace(d.Error), text)
+		}
+		b.WriteString(cmp.Or(master.Truncate(text, maxDepChars), "(no result)"))
+	}
+	return b.String()
+}

@@ -1,0 +1,276 @@
+package workers
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/callonbot/callon/master"
+)
+
+// end is what the pool writes for a task once its work stops.
+type end int
+
+const (
+	endComplete end = iota // the outcome
+	endRelease             // nothing: the task goes back to the queue (shutdown)
+	endDrop                // nothing at all: the task is no longer ours
+)
+
+// runTask runs one claimed task and writes what it came to. ctx is the
+// pool's: the task's own context, r.ctx, derives from it.
+func (p *Pool) runTask(ctx context.Context, r *running) {
+	log := p.taskLogger(r.task)
+	start := time.Now()
+	log.Debug("task started")
+
+	hbCtx, stopHeartbeat := context.WithCancel(r.ctx)
+	var hb sync.WaitGroup
+	hb.Go(func() { p.heartbeat(hbCtx, r, log) })
+	out, e := p.work(r, log)
+	stopHeartbeat()
+	hb.Wait()
+
+	switch e {
+	case endComplete:
+		p.complete(ctx, r.task, out, log, start)
+	case endRelease:
+		p.release(ctx, r.task, log)
+	case endDrop:
+		log.Info("task dropped", "reason", context.Cause(r.ctx).Error())
+	}
+}
+
+// work loads the task's input and runs the conversation under the task's
+// deadline. The cause of an interruption decides how the task ends: its
+// deadline is a timeout outcome; a stale lease or a cancelled session
+// drops it; the pool's shutdown releases it.
+func (p *Pool) work(r *running, log *slog.Logger) (master.Outcome, end) {
+	t := r.task
+	ictx, cancel := context.WithTimeout(r.ctx, storeTimeout)
+	in, err := p.store.TaskInput(ictx, t)
+	cancel()
+	switch {
+	case r.ctx.Err() != nil:
+		return master.Outcome{}, interrupted(r.ctx)
+	case errors.Is(err, master.ErrStale):
+		r.cancel(fmt.Errorf("task input: %w", err))
+		return master.Outcome{}, endDrop
+	case err != nil:
+		// The role left the team, the session is gone: nothing to retry.
+		// (If the database is down, this write fails too and the lease
+		// expires: the task is retried.)
+		return master.Outcome{State: master.TaskFailed, Error: err.Error()}, endComplete
+	}
+
+	timeout := cmp.Or(max(in.Role.Timeout, 0), p.cfg.TaskTimeout)
+	tctx, cancel := context.WithTimeoutCause(r.ctx, timeout, errTaskTimeout)
+	defer cancel()
+	out, err := p.converse(tctx, r, in, log)
+	if err == nil {
+		return out, endComplete
+	}
+	if errors.Is(context.Cause(tctx), errTaskTimeout) {
+		return master.Outcome{
+			State: master.TaskTimeout,
+			Error: fmt.Sprintf("timed out after %s", timeout),
+			Usage: out.Usage,
+		}, endComplete
+	}
+	return master.Outcome{}, interrupted(tctx)
+}
+
+// interrupted is how a task whose context ended, other than by its
+// deadline, ends.
+func interrupted(ctx context.Context) end {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, master.ErrStale) || errors.Is(cause, errSessionCancelled) {
+		return endDrop
+	}
+	return endRelease
+}
+
+// converse runs the model until it reports, at most MaxSteps calls. It
+// returns an error only when ctx ended, with the usage so far.
+func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog.Logger) (master.Outcome, error) {
+	req := master.ChatRequest{
+		Model:       cmp.Or(in.Role.Model, p.cfg.WorkerModel),
+		Messages:    messages(r.task, in),
+		Tools:       workerTools,
+		ToolChoice:  "auto",
+		Temperature: in.Role.Temperature,
+		MaxTokens:   in.Role.MaxTokens,
+	}
+	var usage master.Usage
+	var last error // the latest validation error
+	retried := false
+	for range p.cfg.MaxSteps {
+		if err := ctx.Err(); err != nil {
+			return master.Outcome{Usage: usage}, err
+		}
+		resp, err := p.llm.Chat(ctx, req)
+		usage = usage.Add(resp.Usage)
+		if ctx.Err() != nil {
+			return master.Outcome{Usage: usage}, ctx.Err()
+		}
+		if err != nil {
+			return failed("model error: "+err.Error(), usage), nil
+		}
+		out, replies, bad := p.answer(ctx, r, resp, log)
+		if out != nil {
+			out.Usage = usage
+			return *out, nil
+		}
+		if bad != nil {
+			// One retry per task: the model sees its error once.
+			if retried {
+				return failed("invalid report: "+bad.Error(), usage), nil
+			}
+			retried, last = true, bad
+		}
+		req.Messages = append(req.Messages, replies...)
+	}
+	msg := fmt.Sprintf("no report after %d model calls", p.cfg.MaxSteps)
+	if last != nil {
+		msg += "; last error: " + last.Error()
+	}
+	return failed(msg, usage), nil
+}
+
+func failed(msg string, usage master.Usage) master.Outcome {
+	return master.Outcome{State: master.TaskFailed, Error: msg, Usage: usage}
+}
+
+// answer handles one model answer. It returns the outcome when the answer
+// ends the task; otherwise the messages that continue the conversation,
+// and the validation error when the answer was a malformed report.
+func (p *Pool) answer(ctx context.Context, r *running, resp master.ChatResponse, log *slog.Logger) (*master.Outcome, []master.Message, error) {
+	if len(resp.ToolCalls) == 0 {
+		// A text-only answer is the result, as if reported done.
+		if text := strings.TrimSpace(resp.Content); text != "" {
+			return &master.Outcome{State: master.TaskDone, Result: text}, nil, nil
+		}
+		return nil, []master.Message{{
+			Role:    master.RoleUser,
+			Content: "Your answer was empty. Call " + ToolReport + " with your result.",
+		}}, errors.New("the answer was empty")
+	}
+	replies := []master.Message{{Role: master.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls}}
+	var bad error
+	for _, c := range resp.ToolCalls {
+		switch c.Name {
+		case ToolReport:
+			rep, err := parseReport(c.Arguments)
+			if err == nil {
+				out := rep.outcome()
+				return &out, nil, nil
+			}
+			if bad == nil {
+				bad = err
+			}
+			replies = append(replies, toolReply(c.ID, "Error: "+err.Error()+". Call "+ToolReport+" again with valid arguments."))
+		case ToolProgress:
+			pr, err := parseProgress(c.Arguments)
+			if err != nil {
+				replies = append(replies, toolReply(c.ID, "Error: "+err.Error()+"."))
+				continue
+			}
+			p.progress(ctx, r, pr, log)
+			replies = append(replies, toolReply(c.ID, "noted"))
+		default:
+			err := fmt.Errorf("there is no tool %q: use %s or %s", c.Name, ToolReport, ToolProgress)
+			if bad == nil {
+				bad = err
+			}
+			replies = append(replies, toolReply(c.ID, "Error: "+err.Error()+"."))
+		}
+	}
+	return nil, replies, bad
+}
+
+func toolReply(callID, content string) master.Message {
+	return master.Message{Role: master.RoleTool, ToolCallID: callID, Content: content}
+}
+
+// progress records a PROGRESS signal. A stale answer means the task is
+// no longer ours: it is stopped. Other failures only cost the signal.
+func (p *Pool) progress(ctx context.Context, r *running, pr progress, log *slog.Logger) {
+	pctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	err := p.store.Progress(pctx, r.task.ID, r.task.Attempt, pr.percent, pr.note)
+	cancel()
+	switch {
+	case errors.Is(err, master.ErrStale):
+		r.cancel(fmt.Errorf("progress: %w", err))
+	case err != nil && ctx.Err() == nil:
+		log.Warn("progress not recorded", "err", err)
+	}
+}
+
+// heartbeat extends the task's lease every Heartbeat, and at once when a
+// wake asks (r.check), until ctx ends. A stale answer stops the task:
+// it was cancelled, or swept and claimed elsewhere.
+func (p *Pool) heartbeat(ctx context.Context, r *running, log *slog.Logger) {
+	tick := time.NewTicker(p.cfg.Heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-r.check:
+		}
+		hctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		err := p.store.Heartbeat(hctx, r.task.ID, r.task.Attempt, p.cfg.Lease)
+		cancel()
+		switch {
+		case errors.Is(err, master.ErrStale):
+			r.cancel(fmt.Errorf("heartbeat: %w", err))
+			return
+		case err != nil && ctx.Err() == nil:
+			// The lease may run out; then the sweeper requeues the task
+			// and the next heartbeat finds it stale.
+			log.Warn("heartbeat failed", "err", err)
+		}
+	}
+}
+
+// complete writes the outcome with a fresh context: the task's own may
+// have ended (timeout, shutdown) and the result must still be recorded.
+func (p *Pool) complete(ctx context.Context, t master.Task, out master.Outcome, log *slog.Logger, start time.Time) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	_, err := p.store.CompleteTask(wctx, t.ID, t.Attempt, out)
+	switch {
+	case errors.Is(err, master.ErrStale):
+		log.Debug("task outcome is stale: the task was taken over", "state", out.State)
+	case err != nil:
+		log.Warn("task outcome not written; its lease will expire", "state", out.State, "err", err)
+	default:
+		attrs := []any{"state", out.State, "tokens", out.Usage.Total(), "duration", time.Since(start).Round(time.Millisecond)}
+		if out.Error != "" {
+			attrs = append(attrs, "error", out.Error)
+		}
+		log.Info("task ended", attrs...)
+	}
+}
+
+// release puts the task back in the queue for another process. If that
+// fails, the lease expires and the sweeper requeues it: nothing is lost.
+func (p *Pool) release(ctx context.Context, t master.Task, log *slog.Logger) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	err := p.store.ReleaseTask(wctx, t.ID, t.Attempt)
+	switch {
+	case errors.Is(err, master.ErrStale):
+		log.Debug("task not released: no longer ours")
+	case err != nil:
+		log.Warn("task not released; its lease will expire", "err", err)
+	default:
+		log.Info("task released")
+	}
+}

@@ -1,0 +1,160 @@
+package workers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/callonbot/callon/master"
+)
+
+// Worker tool names: a contract role prompts may refer to.
+const (
+	ToolReport   = "report"
+	ToolProgress = "progress"
+)
+
+// maxNoteChars bounds a progress note: it is shown in a status line.
+const maxNoteChars = 200
+
+// workerTools are the tools every worker is offered.
+var workerTools = []master.Tool{
+	{
+		Name: ToolReport,
+		Description: "Finish your task. Call it once, with your complete result; nothing you write reaches " +
+			"anyone until you do.",
+		Parameters: json.RawMessage(`{
+			"type": "object",
+			"additionalProperties": false,
+			"required": ["status", "result"],
+			"properties": {
+				"status": {
+					"type": "string",
+					"enum": ["done", "blocked", "need_info"],
+					"description": "done: the task is finished. blocked: you cannot do it. need_info: you need an answer only the user can give."
+				},
+				"result": {
+					"type": "string",
+					"description": "done: your complete, self-contained result. blocked: why you cannot do it. need_info: what you have so far (may be empty)."
+				},
+				"question": {
+					"type": "string",
+					"description": "need_info only: the question for the user."
+				}
+			}
+		}`),
+	},
+	{
+		Name:        ToolProgress,
+		Description: "Tell the team how far along you are, during long work. It does not end your task.",
+		Parameters: json.RawMessage(`{
+			"type": "object",
+			"additionalProperties": false,
+			"required": ["percent", "note"],
+			"properties": {
+				"percent": {"type": "integer", "minimum": 0, "maximum": 100},
+				"note": {"type": "string", "maxLength": 200, "description": "What you are doing now, in a few words."}
+			}
+		}`),
+	},
+}
+
+// report is a validated report call.
+type report struct {
+	state    master.TaskState // done, blocked or need_info
+	result   string
+	question string
+}
+
+// outcome is the task's end as the store records it: for need_info the
+// result is the question.
+func (r report) outcome() master.Outcome {
+	if r.state == master.TaskNeedInfo {
+		return master.Outcome{State: r.state, Result: r.question}
+	}
+	return master.Outcome{State: r.state, Result: r.result}
+}
+
+// parseReport validates report arguments. Its errors are written for
+// the model: they are sent back for one retry.
+func parseReport(args string) (report, error) {
+	var a struct {
+		Status   *string `json:"status"`
+		Result   *string `json:"result"`
+		Question *string `json:"question"`
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return report{}, err
+	}
+	if a.Status == nil {
+		return report{}, errors.New(`"status" is missing: use "done", "blocked" or "need_info"`)
+	}
+	r := report{state: master.TaskState(*a.Status)}
+	switch r.state {
+	case master.TaskDone, master.TaskBlocked, master.TaskNeedInfo:
+	default:
+		return report{}, fmt.Errorf(`"status" is %q: use "done", "blocked" or "need_info"`, *a.Status)
+	}
+	if a.Result == nil {
+		return report{}, errors.New(`"result" is missing`)
+	}
+	r.result = strings.TrimSpace(*a.Result)
+	if a.Question != nil {
+		r.question = strings.TrimSpace(*a.Question)
+	}
+	switch {
+	case r.state == master.TaskDone && r.result == "":
+		return report{}, errors.New(`"result" is empty: put your complete result in it`)
+	case r.state == master.TaskBlocked && r.result == "":
+		return report{}, errors.New(`"result" is empty: say why you are blocked`)
+	case r.state == master.TaskNeedInfo && r.question == "":
+		return report{}, errors.New(`"question" is required with status "need_info": ask what you need to know`)
+	}
+	return r, nil
+}
+
+// progress is a validated progress call.
+type progress struct {
+	percent int
+	note    string
+}
+
+// parseProgress validates progress arguments. A long note is cut rather
+// than refused: it is only a status line.
+func parseProgress(args string) (progress, error) {
+	var a struct {
+		Percent *int    `json:"percent"`
+		Note    *string `json:"note"`
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return progress{}, err
+	}
+	switch {
+	case a.Percent == nil:
+		return progress{}, errors.New(`"percent" is missing`)
+	case *a.Percent < 0 || *a.Percent > 100:
+		return progress{}, fmt.Errorf(`"percent" is %d: use an integer from 0 to 100`, *a.Percent)
+	case a.Note == nil:
+		return progress{}, errors.New(`"note" is missing`)
+	}
+	note := master.Truncate(strings.Join(strings.Fields(*a.Note), " "), maxNoteChars)
+	return progress{percent: *a.Percent, note: note}, nil
+}
+
+// decodeArgs decodes tool arguments strictly: unknown fields are refused
+// so the model learns the shape instead of having its intent dropped.
+func decodeArgs(args string, v any) error {
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	dec := json.NewDecoder(strings.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("arguments are not valid JSON for this tool: %v", err)
+	}
+	if rest := strings.TrimSpace(args[dec.InputOffset():]); rest != "" {
+		return fmt.Errorf("arguments have text after the JSON object: %q", master.Truncate(rest, 40))
+	}
+	return nil
+}
