@@ -83,14 +83,16 @@ func (b *Bot) Run(ctx context.Context) error {
 			b.log.Warn("close gateway", "err", err)
 		}
 	}()
-	if b.appID == "" && b.s.State != nil && b.s.State.Application != nil {
+	b.s.State.RLock()
+	if b.appID == "" && b.s.State.Application != nil {
 		b.appID = b.s.State.Application.ID
 	}
+	if b.s.State.User != nil {
+		b.botUser = b.s.State.User.ID
+	}
+	b.s.State.RUnlock()
 	if b.appID == "" {
 		return errors.New("no application id: set DISCORD_APP_ID")
-	}
-	if b.s.State != nil && b.s.State.User != nil {
-		b.botUser = b.s.State.User.ID
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

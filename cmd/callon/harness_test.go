@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/callonbot/callon/bot/discordtest"
+	"github.com/callonbot/callon/llm/llmtest"
+	"github.com/callonbot/callon/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+// world is callon running through run, against a fake Discord, a fake
+// OpenAI-compatible server and a fresh Postgres database of its own.
+type world struct {
+	t     *testing.T
+	dc    *discordtest.Server
+	ai    *llmtest.Server
+	dbURL string
+	env   map[string]string
+
+	stop func() // stops the running process and waits for it
+}
+
+// setup starts callon with the model answering from script. env adds or
+// overrides variables.
+func setup(t *testing.T, script llmtest.Script, env ...string) *world {
+	t.Helper()
+	w := &world{t: t, dc: discordtest.New(t), ai: llmtest.New(t, script), dbURL: storetest.URL(t)}
+	w.env = map[string]string{
+		"DISCORD_TOKEN":         w.dc.Token(),
+		"DISCORD_API_URL":       w.dc.URL(),
+		"DATABASE_URL":          w.dbURL,
+		"OPENAI_BASE_URL":       w.ai.URL(),
+		"OPENAI_API_KEY":        w.ai.APIKey(),
+		"CALLON_TASK_LEASE":     "3s",
+		"CALLON_SWEEP_INTERVAL": "1s",
+		"CALLON_WORKER_SLOTS":   "4",
+		"LOG_LEVEL":             "debug",
+	}
+	for i := 0; i+1 < len(env); i += 2 {
+		w.env[env[i]] = env[i+1]
+	}
+	w.start()
+	return w
+}
+
+// start runs callon until the test ends or stop is called.
+func (w *world) start() {
+	w.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &testLog{t: w.t}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, nil, func(k string) string { return w.env[k] }, logs, logs)
+	}()
+	var once sync.Once
+	w.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					w.t.Errorf("run returned %v, want nil after a graceful stop", err)
+				}
+			case <-time.After(30 * time.Second):
+				w.t.Errorf("run did not return within 30 s of being stopped")
+			}
+			logs.close()
+		})
+	}
+	w.t.Cleanup(w.stop)
+	w.dc.WaitConnected(w.t)
+	w.dc.WaitFor(w.t, func() bool { return len(w.dc.Commands("")) == 4 }, "the four slash commands registered globally")
+}
+
+// restart stops the process and starts a new one on the same database.
+func (w *world) restart() {
+	w.t.Helper()
+	w.stop()
+	w.start()
+}
+
+// team runs /callon in #general and returns the new thread's id once the
+// kickoff message is in it.
+func (w *world) team(goal string) string {
+	w.t.Helper()
+	general := w.dc.ChannelID("general")
+	before := len(w.dc.Threads(general))
+	ix := w.dc.SlashCommand(w.t, discordtest.SlashCommand{Name: "callon", ChannelID: general,
+		Options: []discordtest.CommandOption{discordtest.StringOption("goal", goal)}})
+	w.dc.WaitFor(w.t, func() bool {
+		m, ok := ix.Original()
+		return ok && strings.Contains(m.Content, "is ready in")
+	}, "/callon to answer with the thread")
+	threads := w.dc.Threads(general)
+	if len(threads) != before+1 {
+		w.t.Fatalf("got %d threads in #general, want %d", len(threads), before+1)
+	}
+	thread := threads[len(threads)-1].ID
+	w.dc.WaitFor(w.t, func() bool { return len(w.botMessages(thread)) >= 1 }, "the kickoff message")
+	return thread
+}
+
+// say posts a message from the default user in a channel.
+func (w *world) say(channelID, text string) discordtest.Message {
+	return w.dc.UserMessage(channelID, w.dc.UserID(), text)
+}
+
+// botMessages lists what the bot posted in a channel.
+func (w *world) botMessages(channelID string) []discordtest.Message {
+	var out []discordtest.Message
+	for _, m := range w.dc.Messages(channelID) {
+		if m.AuthorID == w.dc.BotUserID() && !m.Deleted {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// replies lists the bot's messages that reply to msg: the reply's first
+// part and the parts after it (which carry no reference), up to the next
+// message that is not part of it.
+func (w *world) reply(channelID string, msg discordtest.Message) []discordtest.Message {
+	var out []discordtest.Message
+	for _, m := range w.botMessages(channelID) {
+		switch {
+		case m.Reference != nil && m.Reference.MessageID == msg.ID:
+			out = append(out, m)
+		case len(out) > 0 && m.Reference == nil && !isStatus(m):
+			out = append(out, m)
+		case len(out) > 0:
+			return out
+		}
+	}
+	return out
+}
+
+func isStatus(m discordtest.Message) bool {
+	return strings.HasPrefix(m.Content, "⏳") || strings.HasPrefix(m.Content, "✅") ||
+		strings.HasPrefix(m.Content, "❓") || strings.HasPrefix(m.Content, "⏹")
+}
+
+// waitReply waits for the bot's reply to msg and returns its text.
+func (w *world) waitReply(channelID string, msg discordtest.Message) string {
+	w.t.Helper()
+	w.dc.WaitFor(w.t, func() bool { return len(w.reply(channelID, msg)) > 0 }, "a reply to "+msg.Content)
+	var parts []string
+	for _, m := range w.reply(channelID, msg) {
+		parts = append(parts, m.Content)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// testLog sends the process's log lines to the test log until closed.
+type testLog struct {
+	t      *testing.T
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	closed bool
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return len(p), nil
+	}
+	l.buf.Write(p)
+	for {
+		line, err := l.buf.ReadString('\n')
+		if err != nil {
+			l.buf.WriteString(line)
+			break
+		}
+		l.t.Log(strings.TrimRight(line, "\n"))
+	}
+	return len(p), nil
+}
+
+func (l *testLog) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+}

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/callonbot/callon/llm/llmtest"
+	"github.com/callonbot/callon/master"
+)
+
+// isMaster routes the coordinator's requests; workers name their role.
+const masterPrompt = "You are the coordinator of a team"
+
+func reply(text string) llmtest.Reply {
+	return llmtest.Call("reply", map[string]any{"text": text})
+}
+
+func TestDirectAnswer(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Seq(reply("Hello! How can the team help?")))))
+	thread := w.team("Plan the beta launch")
+	msg := w.say(thread, "hi team")
+	if got := w.waitReply(thread, msg); got != "Hello! How can the team help?" {
+		t.Errorf("reply = %q, want the master's text", got)
+	}
+	reqs := w.ai.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("got %d model calls, want 1", len(reqs))
+	}
+	if sys := reqs[0].Request.System(); !strings.Contains(sys, "Plan the beta launch") || !strings.Contains(sys, "- researcher:") {
+		t.Errorf("master system prompt lacks the goal or the roster:\n%s", sys)
+	}
+	if reqs[0].Request.ToolChoice != "required" {
+		t.Errorf("tool_choice = %q, want required", reqs[0].Request.ToolChoice)
+	}
+}
+
+func report(result string) llmtest.Reply {
+	return llmtest.Call("report", map[string]any{"status": "done", "result": result})
+}
+
+type task struct {
+	Role        string `json:"role"`
+	Instruction string `json:"instruction"`
+	DependsOn   []int  `json:"depends_on,omitempty"`
+}
+
+func delegate(tasks ...task) llmtest.Reply {
+	return llmtest.Call("delegate", map[string]any{"tasks": tasks})
+}
+
+// workerRequests are the recorded requests of one role's workers.
+func workerRequests(recs []llmtest.Record, role string) []llmtest.Record {
+	var out []llmtest.Record
+	for _, r := range recs {
+		if strings.HasPrefix(r.Request.System(), "You are the "+role+" of a team") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// toolResults joins every tool message the master was shown.
+func toolResults(req llmtest.Request) string {
+	var b strings.Builder
+	for _, m := range req.Messages {
+		if m.Role == "tool" {
+			b.WriteString(m.Content + "\n")
+		}
+	}
+	return b.String()
+}
+
+// barrier returns a function that blocks until n callers have arrived,
+// or 10 s have passed (so a test that fails to run them together fails
+// on its assertions rather than hanging).
+func barrier(n int) func() {
+	var mu sync.Mutex
+	arrived := 0
+	all := make(chan struct{})
+	return func() {
+		mu.Lock()
+		arrived++
+		if arrived == n {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
+
+func TestDelegateOneWorker(t *testing.T) {
+	t.Parallel()
+	var mastered []llmtest.Request
+	var mu sync.Mutex
+	master := llmtest.SeqFunc(
+		func(r llmtest.Request) llmtest.Reply {
+			return delegate(task{Role: "researcher", Instruction: "Find three competitors"})
+		},
+		func(r llmtest.Request) llmtest.Reply {
+			mu.Lock()
+			mastered = append(mastered, r)
+			mu.Unlock()
+			return reply("The team found three competitors: A, B and C.")
+		},
+	)
+	w := setup(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, master),
+		llmtest.Match("You are the researcher", llmtest.Seq(report("RESULT-XYZ: A, B, C")))))
+	thread := w.team("Plan the beta launch")
+	msg := w.say(thread, "who are our competitors? (thread-only detail)")
+	if got := w.waitReply(thread, msg); got != "The team found three competitors: A, B and C." {
+		t.Errorf("reply = %q, want the merged answer", got)
+	}
+	recs := w.ai.Requests()
+	workers := workerRequests(recs, "researcher")
+	if len(workers) != 1 {
+		t.Fatalf("researcher called %d times, want once", len(workers))
+	}
+	wr := workers[0].Request
+	if want := "You are the researcher of a team working on: Plan the beta launch"; !strings.HasPrefix(wr.System(), want) {
+		t.Errorf("worker system prompt starts %q, want %q", clip(wr.System()), want)
+	}
+	if strings.Contains(wr.System(), "You plan.") {
+		t.Error("the researcher's prompt contains another role's prompt")
+	}
+	if !strings.Contains(wr.LastUser(), "Find three competitors") {
+		t.Errorf("worker instruction missing from %q", wr.LastUser())
+	}
+	for _, m := range wr.Messages {
+		if strings.Contains(m.Content, "thread-only detail") {
+			t.Errorf("a worker saw the raw thread: %q", m.Content)
+		}
+	}
+	if len(mastered) != 1 || !strings.Contains(toolResults(mastered[0]), "RESULT-XYZ") {
+		t.Fatalf("the master's second call did not carry the worker's result")
+	}
+	for _, m := range w.botMessages(thread) {
+		if strings.Contains(m.Content, "RESULT-XYZ") {
+			t.Errorf("worker output reached the thread: %q", m.Content)
+		}
+	}
+}
+
+func TestThreeWorkersInParallel(t *testing.T) {
+	t.Parallel()
+	together := barrier(3)
+	worker := func(r llmtest.Request) llmtest.Reply {
+		together()
+		return report("ok from " + strings.Fields(r.System())[3])
+	}
+	w := setup(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, llmtest.Seq(
+			delegate(task{Role: "researcher", Instruction: "a"}, task{Role: "planner", Instruction: "b"}, task{Role: "writer", Instruction: "c"}),
+			reply("All three are done."))),
+		llmtest.Match("", worker)))
+	thread := w.team("Parallel work")
+	msg := w.say(thread, "go")
+	w.waitReply(thread, msg)
+	var workers []llmtest.Record
+	for _, role := range []string{"researcher", "planner", "writer"} {
+		workers = append(workers, workerRequests(w.ai.Requests(), role)...)
+	}
+	if len(workers) != 3 {
+		t.Fatalf("got %d worker calls, want 3", len(workers))
+	}
+	if !llmtest.Overlapping(workers...) {
+		for _, r := range workers {
+			t.Logf("%s arrived %s answered %s", clip(r.Request.System()), r.Arrived.Format(time.StampMilli), r.Answered.Format(time.StampMilli))
+		}
+		t.Error("the three workers did not run at the same time")
+	}
+}
+
+func TestDependsOnChain(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, llmtest.Seq(
+			delegate(task{Role: "researcher", Instruction: "collect facts"},
+				task{Role: "writer", Instruction: "write it up", DependsOn: []int{0}}),
+			reply("Here is the write-up."))),
+		llmtest.Match("You are the researcher", llmtest.Seq(report("FACT-42"))),
+		llmtest.Match("You are the writer", llmtest.Seq(report("a write-up")))))
+	thread := w.team("Chained work")
+	msg := w.say(thread, "go")
+	w.waitReply(thread, msg)
+	recs := w.ai.Requests()
+	research, write := workerRequests(recs, "researcher"), workerRequests(recs, "writer")
+	if len(research) != 1 || len(write) != 1 {
+		t.Fatalf("got %d researcher and %d writer calls, want 1 each", len(research), len(write))
+	}
+	if !strings.Contains(write[0].Request.LastUser(), "FACT-42") {
+		t.Errorf("the writer did not receive the researcher's result:\n%s", write[0].Request.LastUser())
+	}
+	if write[0].Arrived.Before(research[0].Answered) {
+		t.Error("the writer started before the researcher had answered")
+	}
+}
+
+func TestTwoRoundsThenMustReply(t *testing.T) {
+	t.Parallel()
+	var last llmtest.Request
+	var mu sync.Mutex
+	w := setup(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, llmtest.SeqFunc(
+			func(llmtest.Request) llmtest.Reply { return delegate(task{Role: "researcher", Instruction: "round one"}) },
+			func(llmtest.Request) llmtest.Reply { return delegate(task{Role: "reviewer", Instruction: "round two"}) },
+			func(r llmtest.Request) llmtest.Reply {
+				mu.Lock()
+				last = r
+				mu.Unlock()
+				return reply("Two rounds done.")
+			})),
+		llmtest.Match("You are the researcher", llmtest.Seq(report("R1"))),
+		llmtest.Match("You are the reviewer", llmtest.Seq(report("R2")))),
+		"CALLON_MAX_ROUNDS", "2")
+	thread := w.team("Rounds")
+	msg := w.say(thread, "go")
+	if got := w.waitReply(thread, msg); got != "Two rounds done." {
+		t.Errorf("reply = %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if names := last.ToolNames(); len(names) != 1 || names[0] != "reply" {
+		t.Errorf("after the last round the master was offered %v, want only reply", names)
+	}
+	if res := toolResults(last); !strings.Contains(res, "R1") || !strings.Contains(res, "R2") {
+		t.Errorf("the master's last call lacks a round's results:\n%s", res)
+	}
+}
+
+func TestWorkerOutcomes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		worker llmtest.Script
+		env    []string
+		want   []string // in the master's view of the round
+	}{
+		{"plain text counts as done", llmtest.Seq(llmtest.Text("PLAIN-ANSWER")), nil, []string{"researcher: done", "PLAIN-ANSWER"}},
+		{"malformed arguments fail after one retry", llmtest.Seq(
+			llmtest.RawCall("report", `{"status": "done", "result": `),
+			llmtest.RawCall("report", `{"status": "finished", "result": "x"}`)), nil,
+			[]string{"researcher: failed", "status"}},
+		{"malformed then fixed", llmtest.Seq(
+			llmtest.RawCall("report", `{"status":`),
+			report("FIXED")), nil, []string{"researcher: done", "FIXED"}},
+		{"timeout", llmtest.Seq(llmtest.Hang()), []string{"CALLON_TASK_TIMEOUT", "1s"}, []string{"researcher: timeout", "timed out"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var seen llmtest.Request
+			var mu sync.Mutex
+			w := setup(t, llmtest.Switch(
+				llmtest.Match(masterPrompt, llmtest.SeqFunc(
+					func(llmtest.Request) llmtest.Reply { return delegate(task{Role: "researcher", Instruction: "look"}) },
+					func(r llmtest.Request) llmtest.Reply {
+						mu.Lock()
+						seen = r
+						mu.Unlock()
+						return reply("Merged.")
+					})),
+				llmtest.Match("You are the researcher", tt.worker)), tt.env...)
+			thread := w.team("Outcomes")
+			msg := w.say(thread, "go")
+			w.waitReply(thread, msg)
+			mu.Lock()
+			defer mu.Unlock()
+			res := toolResults(seen)
+			for _, want := range tt.want {
+				if !strings.Contains(res, want) {
+					t.Errorf("the master was told:\n%s\nwant it to contain %q", res, want)
+				}
+			}
+		})
+	}
+}
+
+func clip(s string) string { return master.Truncate(s, 80) }
