@@ -283,3 +283,166 @@ func TestWorkerOutcomes(t *testing.T) {
 }
 
 func clip(s string) string { return master.Truncate(s, 80) }
+
+func TestLongReplyIsSplit(t *testing.T) {
+	t.Parallel()
+	para := strings.TrimSpace(strings.Repeat("lorem ipsum ", 125)) // 1,499 characters
+	long := para + "\n\n" + para + "\n\n" + para
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Seq(reply(long)))))
+	thread := w.team("Long answers")
+	msg := w.say(thread, "tell me everything")
+	w.waitReply(thread, msg)
+	w.dc.WaitFor(t, func() bool { return len(w.reply(thread, msg)) == 3 }, "three parts")
+	parts := w.reply(thread, msg)
+	for i, p := range parts {
+		if n := len([]rune(p.Content)); n > 2000 {
+			t.Errorf("part %d has %d characters, want at most 2000", i, n)
+		}
+		if p.Nonce == "" || !p.EnforceNonce {
+			t.Errorf("part %d sent without nonce/enforce_nonce (%q, %v)", i, p.Nonce, p.EnforceNonce)
+		}
+		if (p.Reference != nil) != (i == 0) {
+			t.Errorf("part %d reference = %v, want only the first part to reply", i, p.Reference)
+		}
+		if p.Content != para {
+			t.Errorf("part %d is not split on the paragraph boundary: %q…", i, clip(p.Content))
+		}
+	}
+}
+
+func TestRepliesPingNobody(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Seq(reply("@everyone @here <@&123> ping!")))))
+	thread := w.team("Mentions")
+	msg := w.say(thread, "@everyone look at this")
+	w.waitReply(thread, msg)
+	for _, m := range w.botMessages(thread) {
+		am := m.AllowedMentions
+		if am == nil {
+			t.Errorf("message %q has no allowed_mentions", clip(m.Content))
+			continue
+		}
+		if len(am.Parse) != 0 || len(am.Roles) != 0 || len(am.Users) != 0 {
+			t.Errorf("message %q allows mentions %+v, want none", clip(m.Content), am)
+		}
+	}
+}
+
+func TestRedeliveredMessageMakesOneTurn(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.SeqFunc(
+		func(r llmtest.Request) llmtest.Reply { return reply("first answer") },
+		func(r llmtest.Request) llmtest.Reply { return reply("second answer") }))))
+	thread := w.team("Idempotence")
+	first := w.say(thread, "one")
+	w.dc.Redeliver(first)
+	w.waitReply(thread, first)
+	second := w.say(thread, "two")
+	if got := w.waitReply(thread, second); got != "second answer" {
+		t.Errorf("reply to the second message = %q, want %q", got, "second answer")
+	}
+	if n := len(w.reply(thread, first)); n != 1 {
+		t.Errorf("the first message got %d replies, want 1", n)
+	}
+	if n := len(w.ai.Requests()); n != 2 {
+		t.Errorf("the master ran %d times, want 2 (one per distinct message)", n)
+	}
+}
+
+func TestMessagesInOrderAndBotsIgnored(t *testing.T) {
+	t.Parallel()
+	answer := func(r llmtest.Request) llmtest.Reply { return reply("answer to " + strings.SplitN(r.LastUser(), ": ", 2)[1]) }
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, answer)))
+	thread := w.team("Ordering")
+	other := w.dc.AddBot("otherbot")
+	w.dc.UserMessage(thread, other, "I am a bot, ignore me")
+	a := w.say(thread, "alpha")
+	b := w.say(thread, "beta")
+	if got := w.waitReply(thread, b); got != "answer to beta" {
+		t.Errorf("reply to beta = %q", got)
+	}
+	if got := w.waitReply(thread, a); got != "answer to alpha" {
+		t.Errorf("reply to alpha = %q", got)
+	}
+	recs := w.ai.Requests()
+	if len(recs) != 2 {
+		t.Fatalf("the master ran %d times, want 2 (the other bot's message starts nothing)", len(recs))
+	}
+	if !strings.HasSuffix(recs[0].Request.LastUser(), "alpha") || !recs[1].Arrived.After(recs[0].Answered) {
+		t.Error("the second message was not handled after the first")
+	}
+	if !strings.Contains(recs[1].Request.Messages[1].Content, "alpha") {
+		t.Errorf("the second turn does not see the first exchange in its history")
+	}
+}
+
+func TestTwoSessionsAtOnce(t *testing.T) {
+	t.Parallel()
+	together := barrier(2)
+	answer := func(r llmtest.Request) llmtest.Reply {
+		together()
+		goal := "unknown"
+		for _, g := range []string{"GOAL-ONE", "GOAL-TWO"} {
+			if strings.Contains(r.System(), g) {
+				goal = g
+			}
+		}
+		return reply("about " + goal)
+	}
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, answer)))
+	one, two := w.team("GOAL-ONE"), w.team("GOAL-TWO")
+	m1, m2 := w.say(one, "hi"), w.say(two, "hi")
+	if got := w.waitReply(one, m1); got != "about GOAL-ONE" {
+		t.Errorf("thread one got %q", got)
+	}
+	if got := w.waitReply(two, m2); got != "about GOAL-TWO" {
+		t.Errorf("thread two got %q", got)
+	}
+	if !llmtest.Overlapping(w.ai.Requests()...) {
+		t.Error("the two sessions' masters did not run at the same time")
+	}
+}
+
+func TestRestartAfterDelegationRepliesOnce(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, llmtest.SeqFunc(
+			func(llmtest.Request) llmtest.Reply {
+				return delegate(task{Role: "researcher", Instruction: "slow"}, task{Role: "writer", Instruction: "fast"})
+			},
+			func(r llmtest.Request) llmtest.Reply { return reply("Merged: " + strings.Join(found(toolResults(r), "RES-"), ", ")) },
+			func(llmtest.Request) llmtest.Reply { return reply("bye") })),
+		// The researcher's first call hangs until the process stops.
+		llmtest.Match("You are the researcher", llmtest.Seq(llmtest.Hang(), report("RES-A"))),
+		llmtest.Match("You are the writer", llmtest.Seq(report("RES-B")))))
+	thread := w.team("Survive restarts")
+	msg := w.say(thread, "go")
+	w.dc.WaitFor(t, func() bool {
+		return len(workerRequests(w.ai.Requests(), "researcher")) == 1 && len(workerRequests(w.ai.Requests(), "writer")) == 1
+	}, "both workers to start")
+	w.restart()
+	if got := w.waitReply(thread, msg); got != "Merged: RES-A, RES-B" {
+		t.Errorf("reply = %q, want every result", got)
+	}
+	// A later message is answered after anything still queued for the
+	// first one, so a duplicate reply would show by then.
+	later := w.say(thread, "thanks")
+	w.waitReply(thread, later)
+	if n := len(w.reply(thread, msg)); n != 1 {
+		t.Errorf("got %d replies to the message, want exactly 1", n)
+	}
+	if n := len(workerRequests(w.ai.Requests(), "writer")); n != 1 {
+		t.Errorf("the finished writer task ran %d times, want once", n)
+	}
+}
+
+// found lists the words of s that start with prefix, in order.
+func found(s, prefix string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '\n' || r == ',' }) {
+		if strings.HasPrefix(f, prefix) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
