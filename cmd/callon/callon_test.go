@@ -73,7 +73,10 @@ func TestCallonBindsExistingThread(t *testing.T) {
 	thread := w.dc.AddThread(w.dc.ChannelID("general"), "existing discussion", discordgo.ChannelTypeGuildPublicThread).ID
 	ix := w.dc.SlashCommand(t, discordtest.SlashCommand{Name: "callon", ChannelID: thread,
 		Options: []discordtest.CommandOption{discordtest.StringOption("goal", "Use this thread")}})
-	w.dc.WaitFor(t, func() bool { m, ok := ix.Original(); return ok && strings.Contains(m.Content, "is ready in <#"+thread+">") }, "the binding")
+	w.dc.WaitFor(t, func() bool {
+		m, ok := ix.Original()
+		return ok && strings.Contains(m.Content, "is ready in <#"+thread+">")
+	}, "the binding")
 	msg := w.say(thread, "hello")
 	if got := w.waitReply(thread, msg); got != "bound!" {
 		t.Errorf("reply = %q", got)

@@ -208,7 +208,9 @@ func TestTwoRoundsThenMustReply(t *testing.T) {
 	var mu sync.Mutex
 	w := setup(t, llmtest.Switch(
 		llmtest.Match(masterPrompt, llmtest.SeqFunc(
-			func(llmtest.Request) llmtest.Reply { return delegate(task{Role: "researcher", Instruction: "round one"}) },
+			func(llmtest.Request) llmtest.Reply {
+				return delegate(task{Role: "researcher", Instruction: "round one"})
+			},
 			func(llmtest.Request) llmtest.Reply { return delegate(task{Role: "reviewer", Instruction: "round two"}) },
 			func(r llmtest.Request) llmtest.Reply {
 				mu.Lock()
@@ -351,7 +353,9 @@ func TestRedeliveredMessageMakesOneTurn(t *testing.T) {
 
 func TestMessagesInOrderAndBotsIgnored(t *testing.T) {
 	t.Parallel()
-	answer := func(r llmtest.Request) llmtest.Reply { return reply("answer to " + strings.SplitN(r.LastUser(), ": ", 2)[1]) }
+	answer := func(r llmtest.Request) llmtest.Reply {
+		return reply("answer to " + strings.SplitN(r.LastUser(), ": ", 2)[1])
+	}
 	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, answer)))
 	thread := w.team("Ordering")
 	other := w.dc.AddBot("otherbot")
@@ -410,7 +414,9 @@ func TestRestartAfterDelegationRepliesOnce(t *testing.T) {
 			func(llmtest.Request) llmtest.Reply {
 				return delegate(task{Role: "researcher", Instruction: "slow"}, task{Role: "writer", Instruction: "fast"})
 			},
-			func(r llmtest.Request) llmtest.Reply { return reply("Merged: " + strings.Join(found(toolResults(r), "RES-"), ", ")) },
+			func(r llmtest.Request) llmtest.Reply {
+				return reply("Merged: " + strings.Join(found(toolResults(r), "RES-"), ", "))
+			},
 			func(llmtest.Request) llmtest.Reply { return reply("bye") })),
 		// The researcher's first call hangs until the process stops.
 		llmtest.Match("You are the researcher", llmtest.Seq(llmtest.Hang(), report("RES-A"))),
