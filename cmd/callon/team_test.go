@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/callonbot/callon/bot/discordtest"
 	"github.com/callonbot/callon/llm/llmtest"
 	"github.com/callonbot/callon/master"
 )
@@ -451,4 +454,94 @@ func found(s, prefix string) []string {
 		}
 	}
 	return out
+}
+
+func TestAskUserThenContinue(t *testing.T) {
+	t.Parallel()
+	var second llmtest.Request
+	var mu sync.Mutex
+	w := setup(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, llmtest.SeqFunc(
+			func(llmtest.Request) llmtest.Reply { return delegate(task{Role: "researcher", Instruction: "options"}) },
+			func(llmtest.Request) llmtest.Reply {
+				return llmtest.Call("ask_user", map[string]any{"question": "Which market, EU or US?"})
+			},
+			func(r llmtest.Request) llmtest.Reply {
+				mu.Lock()
+				second = r
+				mu.Unlock()
+				return reply("Going with the EU.")
+			})),
+		llmtest.Match("You are the researcher", llmtest.Seq(report("OPTIONS-FOUND")))))
+	thread := w.team("Pick a market")
+	msg := w.say(thread, "where should we launch?")
+	if got := w.waitReply(thread, msg); got != "Which market, EU or US?" {
+		t.Fatalf("first answer = %q, want the question", got)
+	}
+	answer := w.say(thread, "EU please")
+	if got := w.waitReply(thread, answer); got != "Going with the EU." {
+		t.Errorf("reply to the answer = %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var history strings.Builder
+	for _, m := range second.Messages {
+		history.WriteString(m.Content + "\n")
+	}
+	for _, want := range []string{"Which market, EU or US?", "OPTIONS-FOUND", "EU please"} {
+		if !strings.Contains(history.String(), want) {
+			t.Errorf("the master's context after the answer lacks %q", want)
+		}
+	}
+}
+
+func TestReplanWithinATurn(t *testing.T) {
+	t.Parallel()
+	var enum []string
+	var mu sync.Mutex
+	w := setup(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, llmtest.SeqFunc(
+			func(llmtest.Request) llmtest.Reply {
+				return llmtest.Call("replan", map[string]any{"reason": "we need a lawyer",
+					"roles": []map[string]string{{"name": "researcher", "description": "finds facts"}, {"name": "lawyer", "description": "reads contracts"}}})
+			},
+			func(r llmtest.Request) llmtest.Reply {
+				mu.Lock()
+				enum = r.ToolEnum("delegate", "tasks", "role")
+				mu.Unlock()
+				return delegate(task{Role: "lawyer", Instruction: "check the contract"})
+			},
+			func(llmtest.Request) llmtest.Reply { return reply("The lawyer says it is fine.") })),
+		llmtest.Match("You are the lawyer", llmtest.Seq(report("fine")))))
+	thread := w.team("Contract review")
+	msg := w.say(thread, "review this contract")
+	if got := w.waitReply(thread, msg); got != "The lawyer says it is fine." {
+		t.Errorf("reply = %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(enum, ",") != "researcher,lawyer" {
+		t.Errorf("after replan the delegate roles are %v, want researcher, lawyer", enum)
+	}
+	if got := workerRequests(w.ai.Requests(), "lawyer"); len(got) != 1 || !strings.Contains(got[0].Request.System(), "reads contracts") {
+		t.Errorf("the new role's worker did not run with its description as its prompt")
+	}
+}
+
+func TestDiscordErrorsDelayTheReplyButLoseNothing(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Seq(reply("made it")))))
+	thread := w.team("Flaky Discord")
+	if got := w.dc.Intents(); got&discordgo.IntentMessageContent == 0 || got&discordgo.IntentsGuildMessages == 0 || got&discordgo.IntentsGuilds == 0 {
+		t.Errorf("identified with intents %b, want guilds, guild messages and message content", got)
+	}
+	w.dc.Fail(discordtest.RouteCreateMessage, 2, 500)
+	w.dc.RateLimit(discordtest.RouteCreateMessage, 1, 100*time.Millisecond)
+	msg := w.say(thread, "hello?")
+	if got := w.waitReply(thread, msg); got != "made it" {
+		t.Errorf("reply = %q", got)
+	}
+	if n := len(w.reply(thread, msg)); n != 1 {
+		t.Errorf("got %d replies, want exactly 1 after the retries", n)
+	}
 }
