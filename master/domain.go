@@ -124,10 +124,27 @@ type Task struct {
 	LeaseUntil  time.Time
 	Result      string
 	Error       string
-	Usage       Usage
-	CreatedAt   time.Time
-	StartedAt   time.Time // zero until first claimed
-	EndedAt     time.Time // zero until terminal
+	// QA holds the questions the task asked (need_info) and their
+	// answers; the last answer is empty while the task waits for one.
+	QA        []QA
+	Usage     Usage
+	CreatedAt time.Time
+	StartedAt time.Time // zero until first claimed
+	EndedAt   time.Time // zero until terminal
+}
+
+// QA is a worker's question and the answer it got.
+type QA struct {
+	Question string `json:"q"`
+	Answer   string `json:"a"`
+}
+
+// Question is the task's unanswered question, if it waits for one.
+func (t Task) Question() string {
+	if t.State == TaskNeedInfo && len(t.QA) > 0 && t.QA[len(t.QA)-1].Answer == "" {
+		return t.QA[len(t.QA)-1].Question
+	}
+	return ""
 }
 
 // NewTask is a task to enqueue. DependsOn holds indexes into the same
@@ -140,10 +157,20 @@ type NewTask struct {
 
 // Outcome is how a worker ended a task.
 type Outcome struct {
-	State  TaskState // done, failed, blocked, need_info or timeout
-	Result string    // the worker's result, or its question for need_info
-	Error  string    // why it failed
-	Usage  Usage
+	State    TaskState // done, failed, blocked, need_info or timeout
+	Result   string    // the worker's result (for blocked: why; for need_info: the work so far)
+	Question string    // need_info: what the worker needs to know
+	Error    string    // why it failed
+	// Handoff, with State done, passes the work on: a task for another
+	// role joins the same round, depending on this one.
+	Handoff *Handoff
+	Usage   Usage
+}
+
+// Handoff is a worker passing its work to another role.
+type Handoff struct {
+	Role        string
+	Instruction string
 }
 
 // SignalKind names an event on the team's bus.
@@ -178,4 +205,7 @@ type TaskInput struct {
 	Goal string // the session's goal
 	Role Role   // the task's role, with its prompt and model
 	Deps []Task // the tasks this one depends on, with their results
+	// Team is the other roles a worker may hand off to: names and
+	// descriptions only, never their prompts.
+	Team []Role
 }

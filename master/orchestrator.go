@@ -251,8 +251,10 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) erro
 	msgs := masterMessages(tc)
 	var usage Usage
 	retried, replans := false, 0
+	env := decisionEnv{maxTasks: o.cfg.MaxTasks, maxRoles: o.cfg.MaxRoles, mustReply: tc.mustReply != "", round: tc.roundTasks()}
 	for {
-		tools := masterTools(tc.roster, o.cfg.MaxTasks, o.cfg.MaxRoles, tc.mustReply != "")
+		env.roster = tc.roster
+		tools := masterTools(env)
 		resp, err := o.llm.Chat(ctx, ChatRequest{Model: o.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -272,7 +274,8 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) erro
 		var problems []string
 		var replanned bool
 		for _, call := range resp.ToolCalls {
-			d, err := parseDecision(call, tc.roster, o.cfg.MaxTasks, o.cfg.MaxRoles, tc.mustReply != "")
+			env.roster = tc.roster
+			d, err := parseDecision(call, env)
 			if err != nil {
 				problems = append(problems, err.Error())
 				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: "Error: " + err.Error()})
@@ -289,6 +292,12 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) erro
 					return fmt.Errorf("delegate: %w", err)
 				}
 				log.Info("delegated", "tasks", len(ids), "round", g.Round+1)
+				return nil
+			case ToolAnswerWorker:
+				if err := o.store.ResumeTask(ctx, g, d.task, d.text, usage); err != nil {
+					return fmt.Errorf("answer worker: %w", err)
+				}
+				log.Info("answered a worker", "task_id", d.task)
 				return nil
 			case ToolReplan:
 				roster := mergeRoster(tc.roster, d.roles)

@@ -48,6 +48,9 @@ type Store interface {
 	Finish(ctx context.Context, g Guard, f Finish) error
 	// Delegate enqueues a round of tasks and advances the turn's round.
 	Delegate(ctx context.Context, g Guard, tasks []NewTask, usage Usage) ([]int64, error)
+	// ResumeTask answers a need_info task of the guarded turn's round; it
+	// is queued again with the answer.
+	ResumeTask(ctx context.Context, g Guard, taskID int64, answer string, usage Usage) error
 	// Replan replaces the session's roster: roles keep their prompt and
 	// model when their name stays; queued tasks of removed roles are
 	// cancelled. It returns the names removed.

@@ -43,16 +43,13 @@ func masterMessages(c turnContext) []Message {
 		if e.Asked && len(e.Results) > 0 {
 			answer += "\n\n(Results gathered before this question:)\n" + formatResults(e.Results)
 		}
-		msgs = append(msgs, Message{Role: RoleAssistant, Content: answer})
+		if answer != "" { // a message that answered workers has no answer of its own
+			msgs = append(msgs, Message{Role: RoleAssistant, Content: answer})
+		}
 	}
 	msgs = append(msgs, Message{Role: RoleUser, Content: userLine(c.turn.AuthorID, c.turn.Content)})
 	for round := 1; round <= c.turn.Round; round++ {
-		var tasks []Task
-		for _, t := range c.tasks {
-			if t.Round == round {
-				tasks = append(tasks, t)
-			}
-		}
+		tasks := roundTasks(c.tasks, round)
 		id := "round-" + strconv.Itoa(round)
 		msgs = append(msgs,
 			Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Name: ToolDelegate, Arguments: delegateArgs(tasks)}}},
@@ -64,6 +61,20 @@ func masterMessages(c turnContext) []Message {
 	}
 	return msgs
 }
+
+// roundTasks are one round's tasks, in the order the master sees them.
+func roundTasks(tasks []Task, round int) []Task {
+	var out []Task
+	for _, t := range tasks {
+		if t.Round == round {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// roundTasks are the current round's tasks.
+func (c turnContext) roundTasks() []Task { return roundTasks(c.tasks, c.turn.Round) }
 
 func masterSystemPrompt(c turnContext, older []Exchange) string {
 	var b strings.Builder
@@ -134,11 +145,20 @@ func formatResults(tasks []Task) string {
 	var b strings.Builder
 	for i, t := range tasks {
 		fmt.Fprintf(&b, "[%d] %s: %s", i, t.Role, t.State)
+		for _, qa := range t.QA {
+			if qa.Answer != "" {
+				fmt.Fprintf(&b, " (asked %q, answered %q)", Truncate(qa.Question, 300), Truncate(qa.Answer, 300))
+			}
+		}
 		switch t.State {
 		case TaskDone:
 			fmt.Fprintf(&b, "\n%s\n\n", Truncate(strings.TrimSpace(t.Result), maxResultChars))
 		case TaskNeedInfo:
-			fmt.Fprintf(&b, ", it asks: %s\n\n", Truncate(t.Result, maxResultChars))
+			fmt.Fprintf(&b, ", it asks: %s\n", Truncate(t.Question(), maxResultChars))
+			if t.Result != "" {
+				fmt.Fprintf(&b, "(its work so far: %s)\n", Truncate(t.Result, maxResultChars))
+			}
+			b.WriteString("\n")
 		case TaskBlocked:
 			fmt.Fprintf(&b, ", blocked: %s\n\n", Truncate(t.Result, maxResultChars))
 		default:

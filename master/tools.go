@@ -13,15 +13,39 @@ const (
 	ToolDelegate = "delegate"
 	ToolAskUser  = "ask_user"
 	ToolReplan   = "replan"
+	// ToolAnswerWorker answers a worker that needs information; offered
+	// only while a task of the round waits for an answer.
+	ToolAnswerWorker = "answer_worker"
 )
 
 // MaxInstructionLen bounds one task's instruction.
 const MaxInstructionLen = 8000
 
+// decisionEnv is what a decision is checked against.
+type decisionEnv struct {
+	roster    []Role
+	maxTasks  int
+	maxRoles  int
+	mustReply bool
+	round     []Task // the current round's tasks, in the order the master sees them
+}
+
+// waiting lists the round's tasks that wait for an answer.
+func (e decisionEnv) waiting() []int {
+	var idx []int
+	for i, t := range e.round {
+		if t.Question() != "" {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
 // masterTools returns the tools the master may call this step. When
 // mustReply is set (the round limit or the token budget is reached), reply
 // is the only one.
-func masterTools(roster []Role, maxTasks, maxRoles int, mustReply bool) []Tool {
+func masterTools(e decisionEnv) []Tool {
+	roster, maxTasks, maxRoles, mustReply := e.roster, e.maxTasks, e.maxRoles, e.mustReply
 	reply := Tool{
 		Name:        ToolReply,
 		Description: "Answer the user in the thread. This ends your turn. Merge every worker result you use into one coherent answer.",
@@ -37,7 +61,7 @@ func masterTools(roster []Role, maxTasks, maxRoles int, mustReply bool) []Tool {
 	if mustReply {
 		return []Tool{reply}
 	}
-	return []Tool{
+	tools := []Tool{
 		reply,
 		{
 			Name: ToolDelegate,
@@ -110,6 +134,23 @@ func masterTools(roster []Role, maxTasks, maxRoles int, mustReply bool) []Tool {
 			}),
 		},
 	}
+	if waiting := e.waiting(); len(waiting) > 0 {
+		tools = append(tools, Tool{
+			Name: ToolAnswerWorker,
+			Description: "Answer a team member who asked a question (need_info) from what you know; its task resumes " +
+				"with your answer. If only the user knows, use ask_user instead: their reply goes to the member.",
+			Parameters: schema(map[string]any{
+				"type":                 "object",
+				"additionalProperties": false,
+				"required":             []string{"task", "answer"},
+				"properties": map[string]any{
+					"task":   map[string]any{"type": "integer", "enum": waiting, "description": "The [number] of the task in the round's results."},
+					"answer": map[string]any{"type": "string"},
+				},
+			}),
+		})
+	}
+	return tools
 }
 
 func schema(v map[string]any) json.RawMessage {
@@ -123,7 +164,8 @@ func schema(v map[string]any) json.RawMessage {
 // decision is a validated master tool call.
 type decision struct {
 	tool     string
-	text     string    // reply text or question
+	task     int64     // answer_worker: the task answered
+	text     string    // reply text, question, or answer to a worker
 	tasks    []NewTask // delegate
 	roles    []Role    // replan: names and descriptions
 	reason   string    // replan
@@ -133,7 +175,8 @@ type decision struct {
 
 // parseDecision validates one tool call against the team and the limits.
 // Its error is written for the model: it is sent back for one retry.
-func parseDecision(call ToolCall, roster []Role, maxTasks, maxRoles int, mustReply bool) (decision, error) {
+func parseDecision(call ToolCall, e decisionEnv) (decision, error) {
+	roster, maxTasks, maxRoles, mustReply := e.roster, e.maxTasks, e.maxRoles, e.mustReply
 	d := decision{tool: call.Name, callID: call.ID, rawInput: call.Arguments}
 	if mustReply && call.Name != ToolReply {
 		return d, fmt.Errorf("only %s is available now: reply with what you have", ToolReply)
@@ -218,6 +261,22 @@ func parseDecision(call ToolCall, roster []Role, maxTasks, maxRoles int, mustRep
 			return d, err
 		}
 		d.reason = strings.TrimSpace(a.Reason)
+	case ToolAnswerWorker:
+		var a struct {
+			Task   *int    `json:"task"`
+			Answer *string `json:"answer"`
+		}
+		if err := strictUnmarshal(call.Arguments, &a); err != nil {
+			return d, err
+		}
+		waiting := e.waiting()
+		if a.Task == nil || !slices.Contains(waiting, *a.Task) {
+			return d, fmt.Errorf("answer_worker needs \"task\": the number of a task that asked a question (%v)", waiting)
+		}
+		if a.Answer == nil || strings.TrimSpace(*a.Answer) == "" {
+			return d, fmt.Errorf("answer_worker needs a non-empty \"answer\"")
+		}
+		d.task, d.text = e.round[*a.Task].ID, strings.TrimSpace(*a.Answer)
 	default:
 		return d, fmt.Errorf("there is no tool %q; use one of: reply, delegate, ask_user, replan", call.Name)
 	}

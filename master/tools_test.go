@@ -50,7 +50,7 @@ func TestParseDecision(t *testing.T) {
 		{name: "must reply", tool: "delegate", args: `{"tasks":[{"role":"writer","instruction":"a"}]}`, mustReply: true, wantErr: "only reply"},
 	}
 	for _, tt := range tests {
-		d, err := parseDecision(ToolCall{ID: "c", Name: tt.tool, Arguments: tt.args}, roster, 6, 8, tt.mustReply)
+		d, err := parseDecision(ToolCall{ID: "c", Name: tt.tool, Arguments: tt.args}, decisionEnv{roster: roster, maxTasks: 6, maxRoles: 8, mustReply: tt.mustReply})
 		switch {
 		case tt.wantErr == "" && err != nil:
 			t.Errorf("%s: error %v, want none", tt.name, err)
@@ -64,7 +64,7 @@ func TestParseDecision(t *testing.T) {
 
 func TestMasterToolsRoleEnum(t *testing.T) {
 	t.Parallel()
-	tools := masterTools(DefaultRoles()[:2], 6, 8, false)
+	tools := masterTools(decisionEnv{roster: DefaultRoles()[:2], maxTasks: 6, maxRoles: 8})
 	var names []string
 	for _, tl := range tools {
 		names = append(names, tl.Name)
@@ -91,7 +91,7 @@ func TestMasterToolsRoleEnum(t *testing.T) {
 	if got := s.Properties.Tasks.Items.Properties.Role.Enum; !slices.Equal(got, []string{"researcher", "planner"}) {
 		t.Errorf("delegate role enum = %v, want the team's names", got)
 	}
-	if only := masterTools(DefaultRoles(), 6, 8, true); len(only) != 1 || only[0].Name != "reply" {
+	if only := masterTools(decisionEnv{roster: DefaultRoles(), maxTasks: 6, maxRoles: 8, mustReply: true}); len(only) != 1 || only[0].Name != "reply" {
 		t.Errorf("at the limit the tools are %v, want only reply", only)
 	}
 }

@@ -168,3 +168,17 @@ func addUsage(ctx context.Context, db execer, sessionID int64, u master.Usage) e
 		completion_tokens = completion_tokens + $3 WHERE id = $1`, sessionID, u.PromptTokens, u.CompletionTokens)
 	return err
 }
+
+// ThreadSessions lists the ids of every session a thread has had, oldest
+// first (a thread has at most one active session at a time).
+func (s *Store) ThreadSessions(ctx context.Context, threadID string) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM sessions WHERE thread_id = $1 ORDER BY id`, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("thread sessions: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("thread sessions: %w", err)
+	}
+	return ids, nil
+}

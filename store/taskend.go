@@ -28,6 +28,9 @@ func (s *Store) CompleteTask(ctx context.Context, taskID int64, attempt int, out
 	default:
 		return master.Task{}, fmt.Errorf("complete task %d: outcome state %q is not one a worker ends with", taskID, out.State)
 	}
+	if out.Handoff != nil && out.State != master.TaskDone {
+		return master.Task{}, fmt.Errorf("complete task %d: a handoff needs state done, not %q", taskID, out.State)
+	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return master.Task{}, fmt.Errorf("complete task: %w", err)
@@ -47,14 +50,17 @@ func (s *Store) CompleteTask(ctx context.Context, taskID int64, attempt int, out
 }
 
 func completeTask(ctx context.Context, tx pgx.Tx, taskID int64, attempt int, out master.Outcome) (master.Task, error) {
+	// A need_info outcome appends its question, unanswered, to qa.
 	row := tx.QueryRow(ctx, `
 		UPDATE tasks t
 		SET state = $3, result = nullif($4, ''), error = nullif($5, ''),
+		    qa = CASE WHEN $3 = 'need_info' THEN t.qa || jsonb_build_array(jsonb_build_object('q', $8::text, 'a', ''))
+		              ELSE t.qa END,
 		    prompt_tokens = t.prompt_tokens + $6, completion_tokens = t.completion_tokens + $7,
 		    lease_until = NULL, ended_at = now(), updated_at = now()
 		WHERE t.id = $1 AND t.state = 'running' AND t.attempt = $2
 		RETURNING `+taskColumns,
-		taskID, attempt, out.State, out.Result, out.Error, out.Usage.PromptTokens, out.Usage.CompletionTokens)
+		taskID, attempt, out.State, out.Result, out.Error, out.Usage.PromptTokens, out.Usage.CompletionTokens, out.Question)
 	t, err := scanTask(row)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Task{}, fmt.Errorf("attempt %d: %w", attempt, master.ErrStale)
@@ -81,7 +87,50 @@ func completeTask(ctx context.Context, tx pgx.Tx, taskID int64, attempt int, out
 			return master.Task{}, err
 		}
 	}
+	if out.Handoff != nil {
+		if err := handoff(ctx, tx, t, *out.Handoff); err != nil {
+			return master.Task{}, err
+		}
+	}
 	return t, nil
+}
+
+// maxRoundTasks bounds a round, handoffs included.
+const maxRoundTasks = 25
+
+// handoff queues the task a worker handed its work to: the same turn and
+// round, for another role of the team, depending on the finished task so
+// it receives its result, with a HANDOFF signal.
+func handoff(ctx context.Context, tx pgx.Tx, from master.Task, h master.Handoff) error {
+	var onTeam bool
+	var inRound int
+	err := tx.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM session_roles WHERE session_id = $1 AND name = $2),
+		       (SELECT count(*) FROM tasks WHERE turn_id = $3 AND round = $4)`,
+		from.SessionID, h.Role, from.TurnID, from.Round).Scan(&onTeam, &inRound)
+	switch {
+	case err != nil:
+		return fmt.Errorf("handoff: %w", err)
+	case !onTeam:
+		return fmt.Errorf("handoff: role %q is not on the team", h.Role)
+	case inRound >= maxRoundTasks:
+		return fmt.Errorf("handoff: the round already has %d tasks", inRound)
+	}
+	var id int64
+	if err := tx.QueryRow(ctx, `
+		INSERT INTO tasks (session_id, turn_id, round, role, instruction, depends_on)
+		VALUES ($1, $2, $3, $4, $5, ARRAY[$6::bigint]) RETURNING id`,
+		from.SessionID, from.TurnID, from.Round, h.Role, h.Instruction, from.ID).Scan(&id); err != nil {
+		return fmt.Errorf("handoff: %w", err)
+	}
+	payload, err := json.Marshal(map[string]any{"from": from.Role, "to": h.Role, "instruction": h.Instruction, "task": id})
+	if err != nil {
+		return fmt.Errorf("handoff: %w", err)
+	}
+	if _, err := addSignal(ctx, tx, from.SessionID, from.ID, master.SignalHandoff, payload); err != nil {
+		return fmt.Errorf("handoff: %w", err)
+	}
+	return nil
 }
 
 // outcomeSignal is the signal a worker's outcome writes.
@@ -94,7 +143,7 @@ func outcomeSignal(out master.Outcome) (master.SignalKind, []byte, error) {
 		payload = map[string]string{"reason": cmp.Or(out.Result, out.Error)}
 	case master.TaskNeedInfo:
 		kind = master.SignalNeedInfo
-		payload = map[string]string{"question": out.Result}
+		payload = map[string]string{"question": cmp.Or(out.Question, out.Result)}
 	default:
 		kind = master.SignalTaskComplete
 		p := map[string]any{

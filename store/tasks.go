@@ -17,17 +17,21 @@ import (
 // taskColumns is the select list scanTask reads.
 const taskColumns = `t.id, t.session_id, t.turn_id, t.round, t.role, t.instruction, t.depends_on,
 	t.state, t.attempt, coalesce(t.worker_id, ''), t.lease_until, coalesce(t.result, ''),
-	coalesce(t.error, ''), t.prompt_tokens, t.completion_tokens, t.created_at, t.started_at, t.ended_at`
+	coalesce(t.error, ''), t.qa, t.prompt_tokens, t.completion_tokens, t.created_at, t.started_at, t.ended_at`
 
 // scanTask reads one row of taskColumns; NULL times become zero times.
 func scanTask(row pgx.Row) (master.Task, error) {
 	var t master.Task
 	var lease, started, ended *time.Time
+	var qa []byte
 	err := row.Scan(&t.ID, &t.SessionID, &t.TurnID, &t.Round, &t.Role, &t.Instruction, &t.DependsOn,
 		&t.State, &t.Attempt, &t.WorkerID, &lease, &t.Result,
-		&t.Error, &t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.CreatedAt, &started, &ended)
+		&t.Error, &qa, &t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.CreatedAt, &started, &ended)
 	if err != nil {
 		return master.Task{}, err
+	}
+	if err := json.Unmarshal(qa, &t.QA); err != nil {
+		return master.Task{}, fmt.Errorf("task %d questions: %w", t.ID, err)
 	}
 	t.LeaseUntil, t.StartedAt, t.EndedAt = orZero(lease), orZero(started), orZero(ended)
 	if t.DependsOn == nil {

@@ -28,7 +28,10 @@ func scanTurn(row pgx.Row) (master.Turn, error) {
 // RecordTurn stores a message as a queued turn of its session. It is
 // idempotent on the Discord message id: a redelivery returns the first
 // turn with created false. A turn that waited for the user's answer is
-// closed: this message answers it, and the history carries both.
+// closed: this message answers it, and the history carries both; but when
+// the question was asked for workers that need information, the message
+// goes back to them and the waiting turn runs again (the message's own
+// turn is then done at once).
 func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, bool, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -51,7 +54,13 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, boo
 	if err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE turns SET state = 'done', updated_at = now()
+	answered, err := answerWaitingTurn(ctx, tx, t.SessionID, turn.ID, t.Content)
+	if err != nil {
+		return master.Turn{}, false, fmt.Errorf("record turn: answer workers: %w", err)
+	}
+	if answered {
+		turn.State = master.TurnDone
+	} else if _, err := tx.Exec(ctx, `UPDATE turns SET state = 'done', updated_at = now()
 		WHERE session_id = $1 AND state = 'waiting' AND id < $2`, t.SessionID, turn.ID); err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: close waiting: %w", err)
 	}

@@ -95,6 +95,17 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 		return in, fmt.Errorf("task input: role %q is not on the team: %w", t.Role, master.ErrNotFound)
 	}
 	in.Role = roles[0]
+	rows, err = s.pool.Query(ctx, `SELECT name, description FROM session_roles
+		WHERE session_id = $1 AND name <> $2 ORDER BY position, name`, t.SessionID, t.Role)
+	if err != nil {
+		return in, fmt.Errorf("task input: team: %w", err)
+	}
+	if in.Team, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Role, error) {
+		var role master.Role
+		return role, r.Scan(&role.Name, &role.Description)
+	}); err != nil {
+		return in, fmt.Errorf("task input: team: %w", err)
+	}
 	if len(t.DependsOn) > 0 {
 		rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = ANY ($1) ORDER BY t.id`, t.DependsOn)
 		if err != nil {

@@ -18,6 +18,7 @@ const workerInstructions = `How you work:
 - The coordinator merges your result with the others' into one answer, so make it self-contained: do not refer to "above", to earlier messages or to your tools.
 - If you cannot do the task, report status "blocked" with the reason as the result. If you need an answer only the user can give, report status "need_info" with your question in "question".
 - For long work, call progress now and then with a percent and a short note; it does not end your task.
+- If another member of the team should do the rest, call handoff (when offered) with their role, an instruction and what you have so far.
 - You cannot talk to the user: only your report reaches the team.`
 
 // messages is the whole context of a task's first model call.
@@ -46,6 +47,15 @@ func systemPrompt(t master.Task, in TaskInput) string {
 func userMessage(t master.Task, deps []master.Task) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(t.Instruction))
+	for _, qa := range t.QA {
+		if qa.Answer == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n\nYou asked: %s\nThe answer: %s", strings.TrimSpace(qa.Question), strings.TrimSpace(qa.Answer))
+	}
+	if len(t.QA) > 0 && t.Result != "" {
+		fmt.Fprintf(&b, "\n\nWhat you had done before asking:\n%s", master.Truncate(strings.TrimSpace(t.Result), maxDepChars))
+	}
 	if len(deps) == 0 {
 		return b.String()
 	}

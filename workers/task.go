@@ -101,7 +101,7 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 	req := master.ChatRequest{
 		Model:       cmp.Or(in.Role.Model, p.cfg.WorkerModel),
 		Messages:    messages(r.task, in),
-		Tools:       workerTools,
+		Tools:       tools(in.Team),
 		ToolChoice:  "auto",
 		Temperature: in.Role.Temperature,
 		MaxTokens:   in.Role.MaxTokens,
@@ -121,7 +121,7 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 		if err != nil {
 			return failed("model error: "+err.Error(), usage), nil
 		}
-		out, replies, bad := p.answer(ctx, r, resp, log)
+		out, replies, bad := p.answer(ctx, r, in, resp, log)
 		if out != nil {
 			out.Usage = usage
 			return *out, nil
@@ -149,7 +149,7 @@ func failed(msg string, usage master.Usage) master.Outcome {
 // answer handles one model answer. It returns the outcome when the answer
 // ends the task; otherwise the messages that continue the conversation,
 // and the validation error when the answer was a malformed report.
-func (p *Pool) answer(ctx context.Context, r *running, resp master.ChatResponse, log *slog.Logger) (*master.Outcome, []master.Message, error) {
+func (p *Pool) answer(ctx context.Context, r *running, in TaskInput, resp master.ChatResponse, log *slog.Logger) (*master.Outcome, []master.Message, error) {
 	if len(resp.ToolCalls) == 0 {
 		// A text-only answer is the result, as if reported done.
 		if text := strings.TrimSpace(resp.Content); text != "" {
@@ -174,6 +174,15 @@ func (p *Pool) answer(ctx context.Context, r *running, resp master.ChatResponse,
 				bad = err
 			}
 			replies = append(replies, toolReply(c.ID, "Error: "+err.Error()+". Call "+ToolReport+" again with valid arguments."))
+		case ToolHandoff:
+			out, err := parseHandoff(c.Arguments, in.Team)
+			if err == nil {
+				return &out, nil, nil
+			}
+			if bad == nil {
+				bad = err
+			}
+			replies = append(replies, toolReply(c.ID, "Error: "+err.Error()+". Call "+ToolHandoff+" again with valid arguments."))
 		case ToolProgress:
 			pr, err := parseProgress(c.Arguments)
 			if err != nil {

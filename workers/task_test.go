@@ -88,7 +88,7 @@ func TestTaskOutcomes(t *testing.T) {
 			want:    master.Outcome{State: master.TaskBlocked, Result: "no access", Usage: u(1, 1)}},
 		{name: "need_info asks its question",
 			answers: []answer{call("c1", ToolReport, `{"status":"need_info","result":"","question":"Which X?"}`, u(1, 1))},
-			want:    master.Outcome{State: master.TaskNeedInfo, Result: "Which X?", Usage: u(1, 1)}},
+			want:    master.Outcome{State: master.TaskNeedInfo, Question: "Which X?", Usage: u(1, 1)}},
 		{name: "progress is recorded, then report; usage summed",
 			answers: []answer{
 				call("p1", ToolProgress, `{"percent":30,"note":"reading"}`, u(10, 2)),

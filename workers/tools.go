@@ -1,9 +1,11 @@
 package workers
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/callonbot/callon/master"
@@ -13,6 +15,7 @@ import (
 const (
 	ToolReport   = "report"
 	ToolProgress = "progress"
+	ToolHandoff  = "handoff"
 )
 
 // maxNoteChars bounds a progress note: it is shown in a status line.
@@ -67,13 +70,69 @@ type report struct {
 	question string
 }
 
-// outcome is the task's end as the store records it: for need_info the
-// result is the question.
+// outcome is the task's end as the store records it.
 func (r report) outcome() master.Outcome {
-	if r.state == master.TaskNeedInfo {
-		return master.Outcome{State: r.state, Result: r.question}
+	return master.Outcome{State: r.state, Result: r.result, Question: r.question}
+}
+
+// tools returns the tools a worker is offered: report and progress, and
+// handoff when the team has other roles to hand off to.
+func tools(team []master.Role) []master.Tool {
+	if len(team) == 0 {
+		return workerTools
 	}
-	return master.Outcome{State: r.state, Result: r.result}
+	names := make([]string, len(team))
+	for i, r := range team {
+		names[i] = r.Name
+	}
+	enum, _ := json.Marshal(names)
+	return append(slices.Clip(workerTools), master.Tool{
+		Name: ToolHandoff,
+		Description: "Pass the rest of the work to another member of the team, with what you found so far. " +
+			"It ends your task; the other member receives your result and your instruction.",
+		Parameters: json.RawMessage(`{
+			"type": "object",
+			"additionalProperties": false,
+			"required": ["role", "instruction"],
+			"properties": {
+				"role": {"type": "string", "enum": ` + string(enum) + `},
+				"instruction": {"type": "string", "description": "What the other member should do: self-contained."},
+				"result": {"type": "string", "description": "What you have done so far, passed on with the work."}
+			}
+		}`),
+	})
+}
+
+// parseHandoff validates handoff arguments against the team.
+func parseHandoff(args string, team []master.Role) (master.Outcome, error) {
+	var a struct {
+		Role        *string `json:"role"`
+		Instruction *string `json:"instruction"`
+		Result      *string `json:"result"`
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return master.Outcome{}, err
+	}
+	if a.Role == nil || !slices.ContainsFunc(team, func(r master.Role) bool { return r.Name == *a.Role }) {
+		names := make([]string, len(team))
+		for i, r := range team {
+			names[i] = r.Name
+		}
+		return master.Outcome{}, fmt.Errorf(`"role" must be one of: %s`, strings.Join(names, ", "))
+	}
+	if a.Instruction == nil || strings.TrimSpace(*a.Instruction) == "" {
+		return master.Outcome{}, errors.New(`"instruction" is required: say what the other member should do`)
+	}
+	result := ""
+	if a.Result != nil {
+		result = strings.TrimSpace(*a.Result)
+	}
+	instr := strings.TrimSpace(*a.Instruction)
+	return master.Outcome{
+		State:   master.TaskDone,
+		Result:  cmp.Or(result, "(handed off to "+*a.Role+": "+master.Truncate(instr, 200)+")"),
+		Handoff: &master.Handoff{Role: *a.Role, Instruction: instr},
+	}, nil
 }
 
 // parseReport validates report arguments. Its errors are written for

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/callonbot/callon/bot/discordtest"
 	"github.com/callonbot/callon/llm/llmtest"
+	"github.com/callonbot/callon/store"
 	"github.com/callonbot/callon/store/storetest"
 )
 
@@ -187,4 +189,48 @@ func (l *testLog) close() {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
+}
+
+// signals returns a thread's session signals as "KIND payload" lines.
+func (w *world) signals(threadID string) []string {
+	w.t.Helper()
+	st, err := store.Open(w.t.Context(), w.dbURL, nil)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer st.Close()
+	var out []string
+	for _, sess := range w.sessions(st, threadID) {
+		sigs, err := st.Signals(w.t.Context(), sess, 0, 1000)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for _, s := range sigs {
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, s.Payload); err != nil {
+				w.t.Fatal(err)
+			}
+			out = append(out, string(s.Kind)+" "+compact.String())
+		}
+	}
+	return out
+}
+
+// sessions lists the ids of the sessions a thread has had.
+func (w *world) sessions(st *store.Store, threadID string) []int64 {
+	w.t.Helper()
+	ids, err := st.ThreadSessions(w.t.Context(), threadID)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return ids
+}
+
+func hasSignal(sigs []string, kind, payloadPart string) bool {
+	for _, s := range sigs {
+		if strings.HasPrefix(s, kind+" ") && strings.Contains(s, payloadPart) {
+			return true
+		}
+	}
+	return false
 }

@@ -106,6 +106,9 @@ CREATE TABLE tasks (
     lease_until       timestamptz,
     result            text,
     error             text,
+    -- The questions the task asked (need_info) and their answers,
+    -- [{"q": "…", "a": "…"}]; the last answer is empty while it waits.
+    qa                jsonb       NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(qa) = 'array'),
     prompt_tokens     bigint      NOT NULL DEFAULT 0 CHECK (prompt_tokens >= 0),
     completion_tokens bigint      NOT NULL DEFAULT 0 CHECK (completion_tokens >= 0),
     created_at        timestamptz NOT NULL DEFAULT now(),
