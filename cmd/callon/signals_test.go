@@ -18,7 +18,9 @@ func TestNeedInfoAnsweredByTheMaster(t *testing.T) {
 	var mu sync.Mutex
 	w := setup(t, llmtest.Switch(
 		llmtest.Match(masterPrompt, llmtest.SeqFunc(
-			func(llmtest.Request) llmtest.Reply { return delegate(task{Role: "researcher", Instruction: "compare prices"}) },
+			func(llmtest.Request) llmtest.Reply {
+				return delegate(task{Role: "researcher", Instruction: "compare prices"})
+			},
 			func(r llmtest.Request) llmtest.Reply {
 				if !r.HasTool("answer_worker") || !strings.Contains(toolResults(r), "Which currency?") {
 					return llmtest.Unexpected("the master was not offered the worker's question")
@@ -56,7 +58,9 @@ func TestNeedInfoAnsweredByTheUser(t *testing.T) {
 	var mu sync.Mutex
 	w := setup(t, llmtest.Switch(
 		llmtest.Match(masterPrompt, llmtest.SeqFunc(
-			func(llmtest.Request) llmtest.Reply { return delegate(task{Role: "planner", Instruction: "plan the offsite"}) },
+			func(llmtest.Request) llmtest.Reply {
+				return delegate(task{Role: "planner", Instruction: "plan the offsite"})
+			},
 			func(llmtest.Request) llmtest.Reply {
 				return llmtest.Call("ask_user", map[string]any{"question": "The planner asks: how many people?"})
 			},
@@ -93,7 +97,9 @@ func TestBlockedLeadsToReassignment(t *testing.T) {
 	t.Parallel()
 	w := setup(t, llmtest.Switch(
 		llmtest.Match(masterPrompt, llmtest.SeqFunc(
-			func(llmtest.Request) llmtest.Reply { return delegate(task{Role: "writer", Instruction: "write the SQL migration"}) },
+			func(llmtest.Request) llmtest.Reply {
+				return delegate(task{Role: "writer", Instruction: "write the SQL migration"})
+			},
 			func(r llmtest.Request) llmtest.Reply {
 				if !strings.Contains(toolResults(r), "blocked: I only write prose") {
 					return llmtest.Unexpected("the master was not told why the writer is blocked")
@@ -119,7 +125,9 @@ func TestHandoff(t *testing.T) {
 	var mu sync.Mutex
 	w := setup(t, llmtest.Switch(
 		llmtest.Match(masterPrompt, llmtest.SeqFunc(
-			func(llmtest.Request) llmtest.Reply { return delegate(task{Role: "researcher", Instruction: "find the facts and write the post"}) },
+			func(llmtest.Request) llmtest.Reply {
+				return delegate(task{Role: "researcher", Instruction: "find the facts and write the post"})
+			},
 			func(r llmtest.Request) llmtest.Reply {
 				mu.Lock()
 				seen = r
