@@ -32,6 +32,7 @@ type Bot struct {
 	cfg     Config
 	s       *discordgo.Session
 	svc     *master.Service
+	cmds    *master.Commands
 	store   Store
 	log     *slog.Logger
 	appID   string
@@ -47,7 +48,7 @@ type Store interface {
 }
 
 // New builds the bot; Run connects it.
-func New(cfg Config, svc *master.Service, store Store, logger *slog.Logger) (*Bot, error) {
+func New(cfg Config, svc *master.Service, cmds *master.Commands, store Store, logger *slog.Logger) (*Bot, error) {
 	s, err := NewSession(cfg.Token, cfg.APIURL, Intents)
 	if err != nil {
 		return nil, err
@@ -57,7 +58,7 @@ func New(cfg Config, svc *master.Service, store Store, logger *slog.Logger) (*Bo
 	// slow work runs on goroutines the bot owns.
 	s.SyncEvents = true
 	s.StateEnabled = true
-	b := &Bot{cfg: cfg, s: s, svc: svc, store: store, log: logger.With("component", "bot"), appID: cfg.AppID}
+	b := &Bot{cfg: cfg, s: s, svc: svc, cmds: cmds, store: store, log: logger.With("component", "bot"), appID: cfg.AppID}
 	s.AddHandler(b.onReady)
 	s.AddHandler(b.onInteraction)
 	s.AddHandler(b.onMessage)

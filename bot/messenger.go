@@ -107,6 +107,15 @@ func (m *Messenger) Edit(ctx context.Context, channelID, messageID, content stri
 	return nil
 }
 
+// Archive archives a thread.
+func (m *Messenger) Archive(ctx context.Context, threadID string) error {
+	yes := true
+	if _, err := m.s.ChannelEdit(threadID, &discordgo.ChannelEdit{Archived: &yes}, discordgo.WithContext(ctx)); err != nil {
+		return classify(fmt.Errorf("archive thread %s: %w", threadID, err))
+	}
+	return nil
+}
+
 // Typing shows the typing indicator.
 func (m *Messenger) Typing(ctx context.Context, channelID string) error {
 	return m.s.ChannelTyping(channelID, discordgo.WithContext(ctx))

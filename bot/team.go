@@ -1,6 +1,14 @@
 package bot
 
-import "github.com/bwmarrin/discordgo"
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/callonbot/callon/master"
+)
 
 var teamCommand = command{
 	def: &discordgo.ApplicationCommand{
@@ -8,7 +16,69 @@ var teamCommand = command{
 		Description: "Show this thread's team: members, their status and the work in progress",
 		Contexts:    guildOnly,
 	},
-	handle: func(b *Bot, i *discordgo.InteractionCreate) {
-		b.respondEphemeral(i, "`/team` is coming soon: the team's status is shown in the status message of each turn meanwhile.")
-	},
+	handle: (*Bot).handleTeam,
+}
+
+// notInSession is the answer to a session command outside a team thread.
+const notInSession = "There is no active team in this channel. Start one with `/callon goal: …`, then use this command inside its thread."
+
+func (b *Bot) handleTeam(i *discordgo.InteractionCreate) {
+	if err := b.deferEphemeral(i); err != nil {
+		b.log.Warn("acknowledge /team", "err", err)
+		return
+	}
+	b.goWork(30*time.Second, func(ctx context.Context) {
+		embed, err := b.cmds.Team(ctx, i.ChannelID)
+		switch {
+		case errors.Is(err, master.ErrNotFound):
+			b.editResponse(ctx, i, notInSession)
+			return
+		case err != nil:
+			b.log.Error("/team", "channel_id", i.ChannelID, "err", err)
+			b.editResponse(ctx, i, "Sorry, I could not read the team's state just now. Please try again.")
+			return
+		}
+		empty := ""
+		_, err = b.s.InteractionResponseEdit(i.Interaction, &discordgo.WebhookEdit{
+			Content:         &empty,
+			Embeds:          &[]*discordgo.MessageEmbed{toDiscordEmbed(embed)},
+			AllowedMentions: noMentions(),
+		}, discordgo.WithContext(ctx))
+		if err != nil {
+			b.log.Warn("complete /team", "err", err)
+		}
+	})
+}
+
+func toDiscordEmbed(e master.Embed) *discordgo.MessageEmbed {
+	out := &discordgo.MessageEmbed{Title: e.Title, Description: e.Description, Color: 0x5865F2}
+	for _, f := range e.Fields {
+		out.Fields = append(out.Fields, &discordgo.MessageEmbedField{Name: f.Name, Value: f.Value, Inline: f.Inline})
+	}
+	if e.Footer != "" {
+		out.Footer = &discordgo.MessageEmbedFooter{Text: e.Footer}
+	}
+	return out
+}
+
+// sessionCommand runs a command that needs the thread's active session
+// and the caller's permissions, after acknowledging it.
+func (b *Bot) sessionCommand(i *discordgo.InteractionCreate, timeout time.Duration, run func(ctx context.Context, s master.Session, a master.Actor) string) {
+	if err := b.deferEphemeral(i); err != nil {
+		b.log.Warn("acknowledge command", "command", i.ApplicationCommandData().Name, "err", err)
+		return
+	}
+	b.goWork(timeout, func(ctx context.Context) {
+		s, err := b.cmds.Session(ctx, i.ChannelID)
+		switch {
+		case errors.Is(err, master.ErrNotFound):
+			b.editResponse(ctx, i, notInSession)
+			return
+		case err != nil:
+			b.log.Error("find session", "channel_id", i.ChannelID, "err", err)
+			b.editResponse(ctx, i, "Sorry, I could not read the team's state just now. Please try again.")
+			return
+		}
+		b.editResponse(ctx, i, run(ctx, s, master.Actor{UserID: i.Member.User.ID, Permissions: i.Member.Permissions}))
+	})
 }

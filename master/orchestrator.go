@@ -300,7 +300,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) erro
 				log.Info("answered a worker", "task_id", d.task)
 				return nil
 			case ToolReplan:
-				roster := mergeRoster(tc.roster, d.roles)
+				roster := MergeRoster(tc.roster, d.roles, nil)
 				removed, err := o.store.Replan(ctx, g, roster, usage)
 				if err != nil {
 					return fmt.Errorf("replan: %w", err)
@@ -343,25 +343,6 @@ func (o *Orchestrator) finish(ctx context.Context, g Guard, kind OutKind, state 
 
 // maxReplyParts bounds how many messages one reply may become.
 const maxReplyParts = 10
-
-// mergeRoster applies a replan: listed names keep their prompt and model
-// when they already exist; new names get a prompt from their description.
-func mergeRoster(old, sketch []Role) []Role {
-	byName := make(map[string]Role, len(old))
-	for _, r := range old {
-		byName[r.Name] = r
-	}
-	out := make([]Role, 0, len(sketch))
-	for _, s := range sketch {
-		r, ok := byName[s.Name]
-		if !ok {
-			r = Role{Name: s.Name, Prompt: "Your speciality: " + s.Description}
-		}
-		r.Description = s.Description
-		out = append(out, r)
-	}
-	return out
-}
 
 // jitter spreads d by ±20% so processes do not poll in lockstep.
 func jitter(d time.Duration) time.Duration {

@@ -99,6 +99,13 @@ func (d *Dispatcher) deliver(ctx context.Context, msgs []OutMessage) {
 			if err := d.store.MarkSent(wctx, m.ID, id); err != nil {
 				d.log.Error("record sent message", "outbox_id", m.ID, "err", err)
 			}
+			// A closing summary is the session's last word: then its
+			// thread is archived.
+			if m.Kind == OutSummary {
+				if err := d.out.Archive(wctx, m.ChannelID); err != nil {
+					d.log.Warn("archive thread", "thread_id", m.ChannelID, "err", err)
+				}
+			}
 			wcancel()
 			continue
 		}

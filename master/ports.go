@@ -156,4 +156,6 @@ type Messenger interface {
 	Edit(ctx context.Context, channelID, messageID, content string) error
 	// Typing shows the typing indicator in a channel for a few seconds.
 	Typing(ctx context.Context, channelID string) error
+	// Archive archives a thread.
+	Archive(ctx context.Context, threadID string) error
 }

@@ -3,6 +3,7 @@ package master
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -97,7 +98,9 @@ func (p *Presenter) show(ctx context.Context, ts TurnStatus) {
 		if ts.Turn.StatusMessageID == "" || (ts.Turn.State == TurnDone && ts.RepliedAt.IsZero()) {
 			return // settled once the reply is out
 		}
-		if err := p.out.Edit(ctx, ts.ThreadID, ts.Turn.StatusMessageID, SettledStatus(ts)); err != nil {
+		// A message that cannot be edited any more (its thread archived
+		// or deleted) counts as settled too.
+		if err := p.out.Edit(ctx, ts.ThreadID, ts.Turn.StatusMessageID, SettledStatus(ts)); err != nil && !errors.Is(err, ErrPermanent) {
 			log.Warn("settle status message", "err", err)
 			return
 		}

@@ -106,33 +106,7 @@ func masterTools(e decisionEnv) []Tool {
 				},
 			}),
 		},
-		{
-			Name: ToolReplan,
-			Description: "Change the team: the roles listed become the whole roster (existing names keep their prompt). " +
-				"Your turn continues afterwards.",
-			Parameters: schema(map[string]any{
-				"type":                 "object",
-				"additionalProperties": false,
-				"required":             []string{"roles", "reason"},
-				"properties": map[string]any{
-					"roles": map[string]any{
-						"type":     "array",
-						"minItems": 1,
-						"maxItems": maxRoles,
-						"items": map[string]any{
-							"type":                 "object",
-							"additionalProperties": false,
-							"required":             []string{"name", "description"},
-							"properties": map[string]any{
-								"name":        map[string]any{"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,31}$"},
-								"description": map[string]any{"type": "string"},
-							},
-						},
-					},
-					"reason": map[string]any{"type": "string"},
-				},
-			}),
-		},
+		replanTool(maxRoles),
 	}
 	if waiting := e.waiting(); len(waiting) > 0 {
 		tools = append(tools, Tool{
@@ -298,4 +272,35 @@ func strictUnmarshal(args string, v any) error {
 		return fmt.Errorf("arguments hold more than one JSON value")
 	}
 	return nil
+}
+
+// replanTool is the replan tool: the roles listed become the roster.
+func replanTool(maxRoles int) Tool {
+	return Tool{
+		Name: ToolReplan,
+		Description: "Change the team: the roles listed become the whole roster (existing names keep their prompt). " +
+			"Your turn continues afterwards.",
+		Parameters: schema(map[string]any{
+			"type":                 "object",
+			"additionalProperties": false,
+			"required":             []string{"roles", "reason"},
+			"properties": map[string]any{
+				"roles": map[string]any{
+					"type":     "array",
+					"minItems": 1,
+					"maxItems": maxRoles,
+					"items": map[string]any{
+						"type":                 "object",
+						"additionalProperties": false,
+						"required":             []string{"name", "description"},
+						"properties": map[string]any{
+							"name":        map[string]any{"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,31}$"},
+							"description": map[string]any{"type": "string"},
+						},
+					},
+				},
+				"reason": map[string]any{"type": "string"},
+			},
+		}),
+	}
 }

@@ -58,40 +58,19 @@ func (s *Store) ActiveTurns(ctx context.Context) ([]master.TurnStatus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("active turns: tasks: %w", err)
 	}
-	var running []int64
-	taskTurn := make(map[int64]int64, len(tasks))
+	var all []master.Task
 	for _, t := range tasks {
-		i := index[t.TurnID]
-		turns[i].Tasks = append(turns[i].Tasks, t)
-		taskTurn[t.ID] = t.TurnID
-		if t.State == master.TaskRunning {
-			running = append(running, t.ID)
-		}
+		turns[index[t.TurnID]].Tasks = append(turns[index[t.TurnID]].Tasks, t)
+		all = append(all, t)
 	}
-	if len(running) == 0 {
-		return turns, nil
-	}
-	rows, err = s.pool.Query(ctx, `
-		SELECT DISTINCT ON (task_id) task_id, payload FROM signals
-		WHERE task_id = ANY ($1) AND kind = 'PROGRESS'
-		ORDER BY task_id, id DESC`, running)
+	progress, err := s.progress(ctx, all)
 	if err != nil {
-		return nil, fmt.Errorf("active turns: progress: %w", err)
+		return nil, fmt.Errorf("active turns: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var taskID int64
-		var payload []byte
-		if err := rows.Scan(&taskID, &payload); err != nil {
-			return nil, fmt.Errorf("active turns: progress: %w", err)
+	for _, t := range all {
+		if p, ok := progress[t.ID]; ok {
+			turns[index[t.TurnID]].Progress[t.ID] = p
 		}
-		var p master.Progress
-		if json.Unmarshal(payload, &p) == nil {
-			turns[index[taskTurn[taskID]]].Progress[taskID] = p
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("active turns: progress: %w", err)
 	}
 	return turns, nil
 }
@@ -111,4 +90,38 @@ func (s *Store) SettleStatus(ctx context.Context, turnID int64) error {
 		return fmt.Errorf("settle status: %w", err)
 	}
 	return nil
+}
+
+// progress reads the latest PROGRESS signal of each running task.
+func (s *Store) progress(ctx context.Context, tasks []master.Task) (map[int64]master.Progress, error) {
+	out := map[int64]master.Progress{}
+	var running []int64
+	for _, t := range tasks {
+		if t.State == master.TaskRunning {
+			running = append(running, t.ID)
+		}
+	}
+	if len(running) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT DISTINCT ON (task_id) task_id, payload FROM signals
+		WHERE task_id = ANY ($1) AND kind = 'PROGRESS'
+		ORDER BY task_id, id DESC`, running)
+	if err != nil {
+		return nil, fmt.Errorf("progress: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var taskID int64
+		var payload []byte
+		if err := rows.Scan(&taskID, &payload); err != nil {
+			return nil, fmt.Errorf("progress: %w", err)
+		}
+		var p master.Progress
+		if json.Unmarshal(payload, &p) == nil {
+			out[taskID] = p
+		}
+	}
+	return out, rows.Err()
 }

@@ -21,6 +21,8 @@ Usage:
   callon              run the bot, its master and an in-process worker pool
   callon worker       run workers only (scale out against the same Postgres)
   callon migrate      apply the database schema and exit
+  callon signals --thread ID | --session ID
+                      print a team's signals as JSON lines
   callon invite       print the OAuth2 URL that adds the bot to a server
   callon version      print the version
 
@@ -57,6 +59,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return configError(err)
 		}
 		return migrate(ctx, cfg, newLogger(cfg, stderr), stdout)
+	case "signals":
+		if err := cfg.Validate(0); err != nil {
+			return configError(err)
+		}
+		return signals(ctx, cfg, newLogger(cfg, stderr), rest, stdout, stderr)
 	case "worker":
 		if err := cfg.Validate(config.NeedLLM); err != nil {
 			return configError(err)

@@ -72,7 +72,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	var ready func() bool = func() bool { return true }
 	if withBot {
 		svc := master.NewService(st, nil)
-		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL}, svc, st, log)
+		cmds := master.NewCommands(master.CommandsConfig{
+			Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
+			CancelSession: func(id int64) { pool.CancelSession(id) },
+		}, st, model, log)
+		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL}, svc, cmds, st, log)
 		if err != nil {
 			return err
 		}

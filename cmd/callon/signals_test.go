@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -186,5 +187,41 @@ func TestProgressShowsInTheStatusMessage(t *testing.T) {
 	w.waitReply(thread, msg)
 	if !hasSignal(w.signals(thread), "PROGRESS", `"note":"reading the changelog"`) {
 		t.Error("no PROGRESS signal")
+	}
+}
+
+func TestSignalsCommandPrintsTheTrail(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, llmtest.Seq(delegate(task{Role: "researcher", Instruction: "look"}), reply("ok"))),
+		llmtest.Match("You are the researcher", llmtest.Seq(
+			llmtest.Call("progress", map[string]any{"percent": 50, "note": "halfway"}),
+			report("found")))))
+	thread := w.team("Trail")
+	w.waitReply(thread, w.say(thread, "go"))
+	out, _, err := runCmd(t, map[string]string{"DATABASE_URL": w.dbURL}, "signals", "--thread", thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var s struct {
+			Kind    string          `json:"kind"`
+			Task    int64           `json:"task"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("line %q is not JSON: %v", line, err)
+		}
+		if s.Task == 0 {
+			t.Errorf("signal %s has no task", s.Kind)
+		}
+		kinds = append(kinds, s.Kind)
+	}
+	if got := strings.Join(kinds, " "); got != "ACK PROGRESS TASK_COMPLETE" {
+		t.Errorf("trail = %s, want ACK PROGRESS TASK_COMPLETE", got)
+	}
+	if _, _, err := runCmd(t, map[string]string{"DATABASE_URL": w.dbURL}, "signals"); err == nil {
+		t.Error("signals without --thread or --session returned nil")
 	}
 }

@@ -1,0 +1,278 @@
+package master
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Discord permission bits the commands check, server-side.
+const (
+	PermAdministrator int64 = 1 << 3
+	PermManageThreads int64 = 1 << 34
+)
+
+// ErrNotAllowed means the member may not do this to the session.
+var ErrNotAllowed = errors.New("not allowed")
+
+// CommandStore is what /team, /replan and /dissolve need from Postgres.
+type CommandStore interface {
+	ActiveSession(ctx context.Context, threadID string) (Session, error)
+	Roster(ctx context.Context, sessionID int64) ([]Role, error)
+	// TeamView reads the session's roster, current turn with its tasks
+	// and progress, and its latest signals.
+	TeamView(ctx context.Context, sessionID int64, signals int) (TeamView, error)
+	// ReplanSession replaces an active session's roster (queued tasks of
+	// removed roles are cancelled) and posts notice in its thread, in one
+	// transaction. It returns the names removed.
+	ReplanSession(ctx context.Context, sessionID int64, roster []Role, notice string, usage Usage) ([]string, error)
+	// SessionStats counts what a session did.
+	SessionStats(ctx context.Context, sessionID int64) (SessionStats, error)
+	// Dissolve ends an active session: open tasks and turns are cancelled,
+	// summary is queued for its thread (which is archived once it is
+	// posted). ErrNotFound when the session is not active any more.
+	Dissolve(ctx context.Context, sessionID int64, summary string) error
+}
+
+// SessionStats is what a team did, for its closing summary.
+type SessionStats struct {
+	Turns     int            // user messages handled
+	TasksDone map[string]int // finished subtasks by role
+	Tasks     int            // subtasks in all
+}
+
+// CommandsConfig configures the commands.
+type CommandsConfig struct {
+	Model       string // for /replan
+	WorkerModel string // shown for roles without a model of their own
+	MaxRoles    int
+	// Catalog, when set, gives the roles configured for a channel: a role
+	// /replan adds under one of those names takes its prompt and model.
+	Catalog func(ctx context.Context, guildID, channelID string) ([]Role, error)
+	// CancelSession stops this process's workers on a session at once;
+	// other processes learn it from the wake-up the store sends.
+	CancelSession func(sessionID int64)
+	Now           func() time.Time
+}
+
+// Commands implements /team, /replan and /dissolve.
+type Commands struct {
+	cfg   CommandsConfig
+	store CommandStore
+	llm   LLM
+	log   *slog.Logger
+}
+
+// NewCommands returns the commands.
+func NewCommands(cfg CommandsConfig, store CommandStore, llm LLM, logger *slog.Logger) *Commands {
+	cfg.MaxRoles = cmp.Or(cfg.MaxRoles, 8)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.CancelSession == nil {
+		cfg.CancelSession = func(int64) {}
+	}
+	return &Commands{cfg: cfg, store: store, llm: llm, log: logger.With("component", "commands")}
+}
+
+// Actor is the member who runs a command.
+type Actor struct {
+	UserID      string
+	Permissions int64
+}
+
+// mayManage reports whether a may reorganize or end s: its owner, or a
+// member who may manage threads.
+func (a Actor) mayManage(s Session) bool {
+	return a.UserID == s.OwnerID || a.Permissions&(PermManageThreads|PermAdministrator) != 0
+}
+
+// Session returns the active session of a thread, or ErrNotFound.
+func (c *Commands) Session(ctx context.Context, threadID string) (Session, error) {
+	return c.store.ActiveSession(ctx, threadID)
+}
+
+// Team renders /team for a thread's active session.
+func (c *Commands) Team(ctx context.Context, threadID string) (Embed, error) {
+	s, err := c.store.ActiveSession(ctx, threadID)
+	if err != nil {
+		return Embed{}, err
+	}
+	v, err := c.store.TeamView(ctx, s.ID, 6)
+	if err != nil {
+		return Embed{}, err
+	}
+	v.Now = c.cfg.Now()
+	return RenderTeam(v, c.cfg.WorkerModel), nil
+}
+
+// Replan asks the model to reorganize the team, applies it, and returns
+// what changed, for the member who asked. ErrNotAllowed when a may not.
+func (c *Commands) Replan(ctx context.Context, s Session, a Actor, instruction string) (string, error) {
+	if !a.mayManage(s) {
+		return "", ErrNotAllowed
+	}
+	old, err := c.store.Roster(ctx, s.ID)
+	if err != nil {
+		return "", err
+	}
+	msgs := replanMessages(s, old, strings.TrimSpace(instruction), c.cfg.MaxRoles)
+	env := decisionEnv{roster: old, maxTasks: 1, maxRoles: c.cfg.MaxRoles}
+	tools := []Tool{replanTool(c.cfg.MaxRoles)}
+	var usage Usage
+	var d decision
+	for attempt := 0; ; attempt++ {
+		resp, err := c.llm.Chat(ctx, ChatRequest{Model: c.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"})
+		if err != nil {
+			return "", fmt.Errorf("replan model call: %w", err)
+		}
+		usage = usage.Add(resp.Usage)
+		var perr error
+		if len(resp.ToolCalls) == 0 || resp.ToolCalls[0].Name != ToolReplan {
+			perr = errors.New("call the replan tool with the whole new roster")
+		} else if d, perr = parseDecision(resp.ToolCalls[0], env); perr == nil {
+			break
+		}
+		if attempt == 1 {
+			return "", fmt.Errorf("the model gave no usable roster: %w", perr)
+		}
+		msgs = append(msgs, Message{Role: RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
+		for _, tc := range resp.ToolCalls {
+			msgs = append(msgs, Message{Role: RoleTool, ToolCallID: tc.ID, Content: "Error: " + perr.Error()})
+		}
+		if len(resp.ToolCalls) == 0 {
+			msgs = append(msgs, Message{Role: RoleUser, Content: "Error: " + perr.Error()})
+		}
+	}
+	var catalog []Role
+	if c.cfg.Catalog != nil {
+		if catalog, err = c.cfg.Catalog(ctx, s.GuildID, s.ChannelID); err != nil {
+			return "", fmt.Errorf("channel roles: %w", err)
+		}
+	}
+	roster := MergeRoster(old, d.roles, catalog)
+	change := describeReplan(old, roster, d.reason)
+	notice := Truncate(fmt.Sprintf("🔁 **Team reorganized** by <@%s>\n%s", a.UserID, change), MaxMessageLen)
+	if _, err := c.store.ReplanSession(ctx, s.ID, roster, notice, usage); err != nil {
+		return "", err
+	}
+	c.log.Info("team replanned", "session_id", s.ID, "roles", RoleNames(roster), "by", a.UserID)
+	return change, nil
+}
+
+func replanMessages(s Session, roster []Role, instruction string, maxRoles int) []Message {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You reorganize a team that works in a Discord thread on this goal:\n%s\n\nThe team now:\n", s.Goal)
+	for _, r := range roster {
+		fmt.Fprintf(&b, "- %s: %s\n", r.Name, r.Description)
+	}
+	fmt.Fprintf(&b, "\nCall replan with the whole new roster (at most %d roles; names are lowercase slugs). "+
+		"Keep the names of roles that stay, so they keep their prompts; add, remove or re-describe roles "+
+		"as the request asks; give a one-line description for each and a short reason.", maxRoles)
+	if instruction == "" {
+		instruction = "Reorganize the team so it fits the goal best."
+	}
+	return []Message{{Role: RoleSystem, Content: b.String()}, {Role: RoleUser, Content: instruction}}
+}
+
+// MergeRoster applies a replan's sketch: names that stay keep their
+// prompt and model; new names take them from the channel's catalog when
+// it has the name, else get a prompt from their description.
+func MergeRoster(old, sketch, catalog []Role) []Role {
+	out := make([]Role, 0, len(sketch))
+	for _, s := range sketch {
+		find := func(r Role) bool { return r.Name == s.Name }
+		var r Role
+		if i := slices.IndexFunc(old, find); i >= 0 {
+			r = old[i]
+		} else if i := slices.IndexFunc(catalog, find); i >= 0 {
+			r = catalog[i]
+		} else {
+			r = Role{Name: s.Name, Prompt: "Your speciality: " + s.Description}
+		}
+		r.Description = s.Description
+		out = append(out, r)
+	}
+	return out
+}
+
+// describeReplan says what a replan changed.
+func describeReplan(old, roster []Role, reason string) string {
+	var added, removed, changed []string
+	for _, r := range roster {
+		i := slices.IndexFunc(old, func(o Role) bool { return o.Name == r.Name })
+		switch {
+		case i < 0:
+			added = append(added, fmt.Sprintf("**%s** (%s)", r.Name, Truncate(r.Description, 100)))
+		case old[i].Description != r.Description:
+			changed = append(changed, fmt.Sprintf("**%s** (%s)", r.Name, Truncate(r.Description, 100)))
+		}
+	}
+	for _, o := range old {
+		if !slices.ContainsFunc(roster, func(r Role) bool { return r.Name == o.Name }) {
+			removed = append(removed, "**"+o.Name+"**")
+		}
+	}
+	var b strings.Builder
+	line := func(label string, items []string) {
+		if len(items) > 0 {
+			fmt.Fprintf(&b, "%s %s\n", label, strings.Join(items, ", "))
+		}
+	}
+	line("➕ Added:", added)
+	line("➖ Removed:", removed)
+	line("✏️ Re-described:", changed)
+	if len(added)+len(removed)+len(changed) == 0 {
+		b.WriteString("No change to the roster.\n")
+	}
+	fmt.Fprintf(&b, "👥 Team: %s", strings.Join(RoleNames(roster), ", "))
+	if reason != "" {
+		fmt.Fprintf(&b, "\nReason: %s", Truncate(reason, 300))
+	}
+	return b.String()
+}
+
+// Dissolve ends the session: running workers stop, open work is
+// cancelled, a closing summary is posted and the thread archived.
+// ErrNotAllowed when a may not.
+func (c *Commands) Dissolve(ctx context.Context, s Session, a Actor) error {
+	if !a.mayManage(s) {
+		return ErrNotAllowed
+	}
+	stats, err := c.store.SessionStats(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	if err := c.store.Dissolve(ctx, s.ID, closingSummary(s, a, stats, c.cfg.Now())); err != nil {
+		return err
+	}
+	c.cfg.CancelSession(s.ID)
+	c.log.Info("session dissolved", "session_id", s.ID, "by", a.UserID)
+	return nil
+}
+
+func closingSummary(s Session, a Actor, st SessionStats, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "👋 **Team dissolved** by <@%s>\n**Goal:** %s\n", a.UserID, Truncate(s.Goal, 500))
+	fmt.Fprintf(&b, "In %s the team handled %d %s with %d %s",
+		Elapsed(now.Sub(s.CreatedAt)), st.Turns, plural(st.Turns, "message", "messages"), st.Tasks, plural(st.Tasks, "subtask", "subtasks"))
+	roles := make([]string, 0, len(st.TasksDone))
+	for r := range st.TasksDone {
+		roles = append(roles, r)
+	}
+	slices.Sort(roles)
+	if len(roles) > 0 {
+		parts := make([]string, len(roles))
+		for i, r := range roles {
+			parts[i] = fmt.Sprintf("%s %d", r, st.TasksDone[r])
+		}
+		fmt.Fprintf(&b, " (finished: %s)", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(&b, " and used %d tokens.\nThis thread is archived; start a new team with `/callon`.", s.Usage.Total())
+	return Truncate(b.String(), MaxMessageLen)
+}

@@ -1,0 +1,215 @@
+package master
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MemberState is what a team member is doing, derived from tasks and
+// signals: it is never stored, so it cannot drift.
+type MemberState string
+
+// Member states.
+const (
+	MemberIdle    MemberState = "idle"
+	MemberWorking MemberState = "working"
+	MemberBlocked MemberState = "blocked" // blocked, or waiting for an answer
+)
+
+// Member is a role with its derived state.
+type Member struct {
+	Role  Role
+	State MemberState
+}
+
+// Members derives each role's state from the tasks of the session's
+// current turn: working while it has a queued or running task; blocked
+// while its latest task there ended blocked or waits for an answer and the
+// turn is still open; idle otherwise.
+func Members(roster []Role, turn *Turn, tasks []Task) []Member {
+	open := turn != nil && (turn.State == TurnRunning || turn.State == TurnWaiting || turn.State == TurnQueued)
+	out := make([]Member, len(roster))
+	for i, r := range roster {
+		out[i] = Member{Role: r, State: MemberIdle}
+		var latest *Task
+		for j := range tasks {
+			t := &tasks[j]
+			if t.Role != r.Name {
+				continue
+			}
+			if !t.State.Terminal() {
+				out[i].State = MemberWorking
+			}
+			latest = t
+		}
+		if out[i].State == MemberIdle && open && latest != nil &&
+			(latest.State == TaskBlocked || latest.Question() != "") {
+			out[i].State = MemberBlocked
+		}
+	}
+	return out
+}
+
+// TeamView is what /team shows.
+type TeamView struct {
+	Session  Session
+	Roster   []Role
+	Turn     *Turn  // the open turn, else the latest; nil before any
+	Tasks    []Task // the turn's tasks
+	Progress map[int64]Progress
+	Signals  []Signal // the latest few, oldest first
+	Now      time.Time
+}
+
+// Embed is a Discord embed, in domain terms.
+type Embed struct {
+	Title       string
+	Description string
+	Fields      []EmbedField
+	Footer      string
+}
+
+// EmbedField is one field of an Embed.
+type EmbedField struct {
+	Name   string
+	Value  string
+	Inline bool
+}
+
+// Discord's embed limits.
+const (
+	embedTitleMax       = 256
+	embedDescriptionMax = 4096
+	embedFieldNameMax   = 256
+	embedFieldValueMax  = 1024
+	embedFooterMax      = 2048
+	embedTotalMax       = 6000
+)
+
+// RenderTeam builds the /team embed, within Discord's limits.
+func RenderTeam(v TeamView, workerModel string) Embed {
+	e := Embed{
+		Title:       "Team: " + oneLine(v.Session.Goal, embedTitleMax-6),
+		Description: fmt.Sprintf("**Goal:** %s", Truncate(v.Session.Goal, 1500)),
+	}
+	var members strings.Builder
+	for _, m := range Members(v.Roster, v.Turn, v.Tasks) {
+		model := m.Role.Model
+		if model == "" {
+			model = workerModel
+		}
+		fmt.Fprintf(&members, "%s **%s** · `%s` · %s\n", stateIcon(m.State), m.Role.Name, model, m.State)
+	}
+	e.Fields = append(e.Fields, EmbedField{Name: "Members", Value: members.String()})
+
+	var work strings.Builder
+	switch {
+	case v.Turn == nil:
+		work.WriteString("No messages yet: talk to the team in this thread.")
+	case len(v.Tasks) == 0:
+		fmt.Fprintf(&work, "Turn %s, answered directly.", v.Turn.State)
+	default:
+		fmt.Fprintf(&work, "Turn %s · round %d\n", v.Turn.State, v.Turn.Round)
+		for _, t := range v.Tasks {
+			fmt.Fprintf(&work, "• r%d **%s** — %s", t.Round, t.Role, stateLabel(t.State))
+			if p, ok := v.Progress[t.ID]; ok && t.State == TaskRunning {
+				fmt.Fprintf(&work, " · %d%% %s", p.Percent, oneLine(p.Note, 60))
+			}
+			switch {
+			case !t.EndedAt.IsZero() && !t.StartedAt.IsZero():
+				fmt.Fprintf(&work, " · %s", Elapsed(t.EndedAt.Sub(t.StartedAt)))
+			case !t.StartedAt.IsZero():
+				fmt.Fprintf(&work, " · %s", Elapsed(v.Now.Sub(t.StartedAt)))
+			default:
+				fmt.Fprintf(&work, " · waiting %s", Elapsed(v.Now.Sub(t.CreatedAt)))
+			}
+			work.WriteString("\n")
+		}
+	}
+	e.Fields = append(e.Fields, EmbedField{Name: "Current work", Value: work.String()})
+
+	var sigs strings.Builder
+	for _, s := range v.Signals {
+		fmt.Fprintf(&sigs, "`%s` %s %s\n", s.At.UTC().Format("15:04:05"), s.Kind, oneLine(string(s.Payload), 90))
+	}
+	if sigs.Len() == 0 {
+		sigs.WriteString("None yet.")
+	}
+	e.Fields = append(e.Fields, EmbedField{Name: "Latest signals", Value: sigs.String()})
+	e.Footer = fmt.Sprintf("Tokens used: %d (%d prompt, %d completion) · session #%d · started %s ago",
+		v.Session.Usage.Total(), v.Session.Usage.PromptTokens, v.Session.Usage.CompletionTokens,
+		v.Session.ID, Elapsed(v.Now.Sub(v.Session.CreatedAt)))
+	return e.Fit()
+}
+
+func stateIcon(s MemberState) string {
+	switch s {
+	case MemberWorking:
+		return "🟢"
+	case MemberBlocked:
+		return "🟠"
+	default:
+		return "⚪"
+	}
+}
+
+// Fit truncates an embed to Discord's limits: each part to its own limit,
+// then fields from the last until the total fits.
+func (e Embed) Fit() Embed {
+	e.Title = Truncate(strings.TrimSpace(e.Title), embedTitleMax)
+	e.Description = Truncate(strings.TrimSpace(e.Description), embedDescriptionMax)
+	e.Footer = Truncate(e.Footer, embedFooterMax)
+	if len(e.Fields) > 25 {
+		e.Fields = e.Fields[:25]
+	}
+	fields := make([]EmbedField, len(e.Fields))
+	for i, f := range e.Fields {
+		f.Name = Truncate(f.Name, embedFieldNameMax)
+		f.Value = truncateLines(strings.TrimSpace(f.Value), embedFieldValueMax)
+		if f.Value == "" {
+			f.Value = "—"
+		}
+		fields[i] = f
+	}
+	e.Fields = fields
+	for i := len(e.Fields) - 1; e.total() > embedTotalMax && i >= 0; i-- {
+		over := e.total() - embedTotalMax
+		keep := max(len([]rune(e.Fields[i].Value))-over, 40)
+		e.Fields[i].Value = truncateLines(e.Fields[i].Value, keep)
+	}
+	if e.total() > embedTotalMax {
+		e.Description = Truncate(e.Description, max(len([]rune(e.Description))-(e.total()-embedTotalMax), 1))
+	}
+	return e
+}
+
+func (e Embed) total() int {
+	n := len([]rune(e.Title)) + len([]rune(e.Description)) + len([]rune(e.Footer))
+	for _, f := range e.Fields {
+		n += len([]rune(f.Name)) + len([]rune(f.Value))
+	}
+	return n
+}
+
+// truncateLines keeps whole lines while they fit in max characters, and
+// says how many were left out.
+func truncateLines(s string, max int) string {
+	if len([]rune(s)) <= max {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	var b strings.Builder
+	for i, l := range lines {
+		more := fmt.Sprintf("… and %d more", len(lines)-i)
+		if len([]rune(b.String()))+len([]rune(l))+1+len([]rune(more)) > max {
+			if b.Len() == 0 {
+				return Truncate(s, max)
+			}
+			b.WriteString(more)
+			return b.String()
+		}
+		b.WriteString(l + "\n")
+	}
+	return strings.TrimSpace(b.String())
+}
