@@ -37,6 +37,9 @@ func migrate(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 // serve runs the worker pool, and with withBot the Discord bot, the
 // master, the outbox and the status messages, until ctx ends.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot bool) error {
+	if cfg.Limits.WorkerSlots == 0 && !withBot {
+		return errors.New("CALLON_WORKER_SLOTS is 0: a worker process needs at least one slot")
+	}
 	log.Info("starting callon", "version", version, "config", cfg)
 	st, err := store.Open(ctx, cfg.DatabaseURL, log)
 	if err != nil {
@@ -57,24 +60,27 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		ch, _ := listener.Subscribe()
 		return ch
 	}
-	pool := workers.New(workers.Config{
-		ID:          owner,
-		Slots:       lim.WorkerSlots,
-		Lease:       lim.TaskLease,
-		Heartbeat:   lim.Heartbeat(),
-		SweepEvery:  lim.SweepInterval,
-		TaskTimeout: lim.TaskTimeout,
-		WorkerModel: cfg.WorkerModel,
-		Wake:        wake(),
-	}, st, model, log)
-	g.Go(func() error { return pool.Run(ctx) })
+	cancelSession := func(int64) {} // other processes hear of it through the wake-up
+	if lim.WorkerSlots > 0 {
+		pool := workers.New(workers.Config{
+			ID:          owner,
+			Slots:       lim.WorkerSlots,
+			Lease:       lim.TaskLease,
+			Heartbeat:   lim.Heartbeat(),
+			SweepEvery:  lim.SweepInterval,
+			TaskTimeout: lim.TaskTimeout,
+			WorkerModel: cfg.WorkerModel,
+			Wake:        wake(),
+		}, st, model, log)
+		g.Go(func() error { return pool.Run(ctx) })
+		cancelSession = func(id int64) { pool.CancelSession(id) }
+	}
 
-	var ready func() bool = func() bool { return true }
 	if withBot {
 		svc := master.NewService(st, nil)
 		cmds := master.NewCommands(master.CommandsConfig{
 			Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
-			CancelSession: func(id int64) { pool.CancelSession(id) },
+			CancelSession: cancelSession,
 		}, st, model, log)
 		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL}, svc, cmds, st, log)
 		if err != nil {
@@ -94,7 +100,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		g.Go(func() error { return pres.Run(ctx) })
 	}
 	if cfg.HTTPAddr != "" {
-		g.Go(func() error { return serveHealth(ctx, cfg.HTTPAddr, st, ready, log) })
+		g.Go(func() error { return serveHealth(ctx, cfg.HTTPAddr, st, log) })
 	}
 	err = g.Wait()
 	log.Info("callon stopped")
@@ -105,12 +111,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 }
 
 // serveHealth answers GET /healthz: 200 when Postgres answers.
-func serveHealth(ctx context.Context, addr string, st *store.Store, ready func() bool, log *slog.Logger) error {
+func serveHealth(ctx context.Context, addr string, st *store.Store, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := st.Ping(pctx); err != nil || !ready() {
+		if err := st.Ping(pctx); err != nil {
 			http.Error(w, "unhealthy: database unreachable", http.StatusServiceUnavailable)
 			return
 		}
