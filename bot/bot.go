@@ -33,6 +33,7 @@ type Bot struct {
 	s       *discordgo.Session
 	svc     *master.Service
 	cmds    *master.Commands
+	roles   *master.Roles
 	store   Store
 	log     *slog.Logger
 	appID   string
@@ -48,7 +49,7 @@ type Store interface {
 }
 
 // New builds the bot; Run connects it.
-func New(cfg Config, svc *master.Service, cmds *master.Commands, store Store, logger *slog.Logger) (*Bot, error) {
+func New(cfg Config, svc *master.Service, cmds *master.Commands, roles *master.Roles, store Store, logger *slog.Logger) (*Bot, error) {
 	s, err := NewSession(cfg.Token, cfg.APIURL, Intents)
 	if err != nil {
 		return nil, err
@@ -58,7 +59,7 @@ func New(cfg Config, svc *master.Service, cmds *master.Commands, store Store, lo
 	// slow work runs on goroutines the bot owns.
 	s.SyncEvents = true
 	s.StateEnabled = true
-	b := &Bot{cfg: cfg, s: s, svc: svc, cmds: cmds, store: store, log: logger.With("component", "bot"), appID: cfg.AppID}
+	b := &Bot{cfg: cfg, s: s, svc: svc, cmds: cmds, roles: roles, store: store, log: logger.With("component", "bot"), appID: cfg.AppID}
 	s.AddHandler(b.onReady)
 	s.AddHandler(b.onInteraction)
 	s.AddHandler(b.onMessage)

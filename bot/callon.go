@@ -23,9 +23,10 @@ var callonCommand = command{
 			Description: "What the team should work on",
 			Required:    true,
 			MaxLength:   master.MaxGoalLen,
-		}},
+		}, rolesPickOption},
 	},
-	handle: (*Bot).handleCallon,
+	handle:   (*Bot).handleCallon,
+	complete: (*Bot).completeCallon,
 }
 
 func (b *Bot) handleCallon(i *discordgo.InteractionCreate) {
@@ -68,6 +69,10 @@ func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goa
 	default:
 		return "Start a team from a text channel (I will open a thread) or from inside a thread."
 	}
+	names := pickedRoles(i)
+	if msg := b.checkPicked(ctx, i.GuildID, parentID, names); msg != "" {
+		return msg
+	}
 	if threadID == "" {
 		th, err := b.s.ThreadStartComplex(parentID, &discordgo.ThreadStart{
 			Name:                threadName(goal),
@@ -84,9 +89,12 @@ func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goa
 		threadID = th.ID
 	}
 	sess, roster, err := b.svc.StartSession(ctx, master.NewSession{
-		GuildID: i.GuildID, ChannelID: parentID, ThreadID: threadID, OwnerID: i.Member.User.ID, Goal: goal,
+		GuildID: i.GuildID, ChannelID: parentID, ThreadID: threadID, OwnerID: i.Member.User.ID, Goal: goal, Roles: names,
 	})
+	var picked *master.RoleError
 	switch {
+	case errors.As(err, &picked):
+		return "❌ " + sentence(picked.Problem)
 	case errors.Is(err, master.ErrSessionActive):
 		return "This thread already has an active team: talk to it here, or end it with `/dissolve` first."
 	case err != nil:

@@ -12,10 +12,13 @@ import (
 type command struct {
 	def    *discordgo.ApplicationCommand
 	handle func(b *Bot, i *discordgo.InteractionCreate)
+	// complete answers autocomplete for the command's options; nil if
+	// none autocompletes.
+	complete func(b *Bot, i *discordgo.InteractionCreate)
 }
 
 // commands is the registry of every slash command, one file each.
-var commands = []command{callonCommand, teamCommand, replanCommand, dissolveCommand}
+var commands = []command{callonCommand, teamCommand, replanCommand, dissolveCommand, rolesCommand}
 
 // guildOnly restricts a command to servers (no DMs, no group DMs).
 var guildOnly = &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild}
@@ -29,6 +32,10 @@ func commandDefinitions() []*discordgo.ApplicationCommand {
 }
 
 func (b *Bot) onInteraction(_ *discordgo.Session, i *discordgo.InteractionCreate) {
+	if i.Type == discordgo.InteractionApplicationCommandAutocomplete {
+		b.onAutocomplete(i)
+		return
+	}
 	if i.Type != discordgo.InteractionApplicationCommand {
 		return
 	}

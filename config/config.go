@@ -32,6 +32,7 @@ const (
 	DefaultLLMConcurrency  = 8
 	DefaultSessionTokens   = 2_000_000
 	DefaultHistoryMessages = 12
+	DefaultMaxPrompt       = 4000
 )
 
 // Config is everything callon reads from its environment.
@@ -49,6 +50,11 @@ type Config struct {
 	WorkerModel   string
 
 	RolesFile string
+	// Roles is the roles file's rosters; nil without a file.
+	Roles []Roster
+	// Models is what a role may name (CALLON_MODELS); the worker model
+	// is always on it.
+	Models    []string
 	HTTPAddr  string
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
@@ -67,10 +73,11 @@ type Limits struct {
 	TaskLease      time.Duration // CALLON_TASK_LEASE: heartbeat every third of it
 	SweepInterval  time.Duration // CALLON_SWEEP_INTERVAL: expired leases are requeued this often
 	MaxAttempts    int           // CALLON_MAX_ATTEMPTS: claims of one task before it fails
-	WorkerSlots    int           // CALLON_WORKER_SLOTS: tasks one process runs at once
+	WorkerSlots    int           // CALLON_WORKER_SLOTS: tasks one process runs at once; 0: none (bot only)
 	LLMConcurrency int           // CALLON_LLM_CONCURRENCY: LLM calls one process makes at once
 	SessionTokens  int64         // CALLON_MAX_SESSION_TOKENS: 0 means unlimited
 	History        int           // CALLON_HISTORY: recent messages the master sees verbatim
+	MaxPrompt      int           // CALLON_MAX_PROMPT: characters of a role's prompt
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).
@@ -99,11 +106,19 @@ func Load(getenv func(string) string) Config {
 			TaskLease:      p.duration("CALLON_TASK_LEASE", DefaultTaskLease, 3*time.Second, time.Hour),
 			SweepInterval:  p.duration("CALLON_SWEEP_INTERVAL", DefaultSweepInterval, 100*time.Millisecond, time.Hour),
 			MaxAttempts:    p.int("CALLON_MAX_ATTEMPTS", DefaultMaxAttempts, 1, 10),
-			WorkerSlots:    p.int("CALLON_WORKER_SLOTS", DefaultWorkerSlots, 1, 256),
+			WorkerSlots:    p.int("CALLON_WORKER_SLOTS", DefaultWorkerSlots, 0, 256),
 			LLMConcurrency: p.int("CALLON_LLM_CONCURRENCY", DefaultLLMConcurrency, 1, 1024),
 			SessionTokens:  int64(p.int("CALLON_MAX_SESSION_TOKENS", DefaultSessionTokens, 0, 1<<31-1)),
 			History:        p.int("CALLON_HISTORY", DefaultHistoryMessages, 2, 200),
+			MaxPrompt:      p.int("CALLON_MAX_PROMPT", DefaultMaxPrompt, 100, 32000),
 		},
+	}
+	c.Models = p.models("CALLON_MODELS", c.WorkerModel, c.MasterModel)
+	if c.RolesFile != "" {
+		var err error
+		if c.Roles, err = loadRolesFile(c.RolesFile); err != nil {
+			p.fail("CALLON_ROLES_FILE", "%v", err)
+		}
 	}
 	c.errs = p.errs
 	if c.DatabaseURL != "" {
@@ -148,12 +163,12 @@ func (c Config) String() string {
 		"database_url=%s openai_api_key=%s openai_base_url=%s master_model=%s worker_model=%s "+
 		"roles_file=%q http_addr=%q log_level=%s log_format=%s max_workers=%d max_rounds=%d max_tasks=%d "+
 		"task_timeout=%s task_lease=%s sweep_interval=%s max_attempts=%d worker_slots=%d llm_concurrency=%d "+
-		"max_session_tokens=%d history=%d",
+		"max_session_tokens=%d history=%d models=%s max_prompt=%d",
 		redact(c.DiscordToken), c.DiscordAppID, c.DiscordGuild, c.DiscordAPIURL,
 		RedactURL(c.DatabaseURL), redact(c.OpenAIKey), c.OpenAIBaseURL, c.MasterModel, c.WorkerModel,
 		c.RolesFile, c.HTTPAddr, c.LogLevel, c.LogFormat, l.MaxWorkers, l.MaxRounds, l.MaxTasks,
 		l.TaskTimeout, l.TaskLease, l.SweepInterval, l.MaxAttempts, l.WorkerSlots, l.LLMConcurrency,
-		l.SessionTokens, l.History)
+		l.SessionTokens, l.History, strings.Join(c.Models, ","), l.MaxPrompt)
 }
 
 // LogValue keeps secrets out of structured logs too.

@@ -35,8 +35,11 @@ type CommandStore interface {
 	SessionStats(ctx context.Context, sessionID int64) (SessionStats, error)
 	// Dissolve ends an active session: open tasks and turns are cancelled,
 	// summary is queued for its thread (which is archived once it is
-	// posted). ErrNotFound when the session is not active any more.
-	Dissolve(ctx context.Context, sessionID int64, summary string) error
+	// posted), and final, when set, is delivered to its report_to.
+	// ErrNotFound when the session is not active any more.
+	Dissolve(ctx context.Context, sessionID int64, summary string, final *NewReport) error
+	// HandBack tells how many reports a session sent, and its last answer.
+	HandBack(ctx context.Context, sessionID int64) (sent int, lastAnswer string, err error)
 }
 
 // SessionStats is what a team did, for its closing summary.
@@ -248,7 +251,19 @@ func (c *Commands) Dissolve(ctx context.Context, s Session, a Actor) error {
 	if err != nil {
 		return err
 	}
-	if err := c.store.Dissolve(ctx, s.ID, closingSummary(s, a, stats, c.cfg.Now())); err != nil {
+	var final *NewReport
+	if s.ReportTo != "" {
+		sent, last, err := c.store.HandBack(ctx, s.ID)
+		if err != nil {
+			return err
+		}
+		if sent == 0 { // the requester hears once, at least
+			summary := Truncate(cmp.Or(strings.TrimSpace(last), "The team was dissolved before it had an answer."), 1500)
+			posted, turn := ReportTexts(s, summary, true)
+			final = &NewReport{Summary: summary, Final: true, Posted: posted, Turn: turn}
+		}
+	}
+	if err := c.store.Dissolve(ctx, s.ID, closingSummary(s, a, stats, c.cfg.Now()), final); err != nil {
 		return err
 	}
 	c.cfg.CancelSession(s.ID)

@@ -41,10 +41,14 @@ type Session struct {
 	Goal      string
 	State     SessionState
 	ReportTo  string // channel or thread id to report back to; "" for none
-	Summary   string // running summary of older exchanges
-	Usage     Usage  // tokens used by the session so far
-	CreatedAt time.Time
-	EndedAt   time.Time // zero while active
+	// DispatchedBy is the session whose master started this one; 0 for
+	// a session started with /callon. DispatchDepth counts those links.
+	DispatchedBy  int64
+	DispatchDepth int
+	Summary       string // running summary of older exchanges
+	Usage         Usage  // tokens used by the session so far
+	CreatedAt     time.Time
+	EndedAt       time.Time // zero while active
 }
 
 // Role is a member of a team: a specialist with its own prompt and model.
@@ -87,8 +91,10 @@ type Turn struct {
 	StatusMessageID string
 	// ReplyMessageID is the Discord id of the reply's first part, once sent.
 	ReplyMessageID string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// ReportID is set on a turn started by another team's report.
+	ReportID  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // TaskState is the life cycle of a task.

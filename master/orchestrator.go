@@ -25,6 +25,14 @@ type Config struct {
 	Poll          time.Duration // fallback poll when no wake-up comes
 	Concurrency   int           // sessions stepped at once
 	Wake          <-chan string // hints from the store's listener
+
+	// Hand-back across channels.
+	Dispatch          bool     // offer the dispatch tool
+	DispatchDepth     int      // a session this many dispatches deep cannot dispatch
+	MaxActiveSessions int      // per guild; dispatch is refused at the cap
+	ReportCap         int      // reports between two sessions per hour
+	Channels          Channels // Discord, for dispatch
+	Service           *Service // starts dispatched sessions
 }
 
 func (c Config) withDefaults() Config {
@@ -35,6 +43,10 @@ func (c Config) withDefaults() Config {
 	c.Lease = cmp.Or(c.Lease, 30*time.Second)
 	c.Poll = cmp.Or(c.Poll, 2*time.Second)
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
+	c.DispatchDepth = cmp.Or(c.DispatchDepth, 1)
+	c.MaxActiveSessions = cmp.Or(c.MaxActiveSessions, 20)
+	c.ReportCap = cmp.Or(c.ReportCap, 10)
+	c.Dispatch = c.Dispatch && c.Channels != nil && c.Service != nil
 	return c
 }
 
@@ -250,8 +262,9 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) erro
 	log := o.log.With("session_id", g.SessionID, "turn_id", g.TurnID, "round", g.Round)
 	msgs := masterMessages(tc)
 	var usage Usage
-	retried, replans := false, 0
-	env := decisionEnv{maxTasks: o.cfg.MaxTasks, maxRoles: o.cfg.MaxRoles, mustReply: tc.mustReply != "", round: tc.roundTasks()}
+	retried, actions := false, 0
+	env := decisionEnv{maxTasks: o.cfg.MaxTasks, maxRoles: o.cfg.MaxRoles, mustReply: tc.mustReply != "", round: tc.roundTasks(),
+		reportTo: tc.session.ReportTo, dispatch: o.cfg.Dispatch && tc.session.DispatchDepth < o.cfg.DispatchDepth}
 	for {
 		env.roster = tc.roster
 		tools := masterTools(env)
@@ -272,7 +285,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) erro
 		}
 		msgs = append(msgs, Message{Role: RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
 		var problems []string
-		var replanned bool
+		var acted bool // a tool that lets the turn go on was applied
 		for _, call := range resp.ToolCalls {
 			env.roster = tc.roster
 			d, err := parseDecision(call, env)
@@ -299,6 +312,12 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) erro
 				}
 				log.Info("answered a worker", "task_id", d.task)
 				return nil
+			case ToolReportBack:
+				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: o.reportBack(ctx, g, tc.session, d.text)})
+				acted = true
+			case ToolDispatch:
+				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: o.dispatch(ctx, tc.session, d.channel, d.goal)})
+				acted = true
 			case ToolReplan:
 				roster := MergeRoster(tc.roster, d.roles, nil)
 				removed, err := o.store.Replan(ctx, g, roster, usage)
@@ -307,14 +326,14 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) erro
 				}
 				usage = Usage{}
 				tc.roster = roster
-				replanned = true
+				acted = true
 				log.Info("replanned", "roles", RoleNames(roster), "removed", removed, "reason", d.reason)
 				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: "The team is now: " + strings.Join(RoleNames(roster), ", ") + ". Continue."})
 			}
 		}
 		switch {
-		case replanned && replans < 2:
-			replans++
+		case acted && actions < 4:
+			actions++
 		case len(problems) > 0 && !retried:
 			retried = true
 			log.Warn("malformed master decision; retrying once", "problems", problems)

@@ -55,6 +55,11 @@ type Store interface {
 	// model when their name stays; queued tasks of removed roles are
 	// cancelled. It returns the names removed.
 	Replan(ctx context.Context, g Guard, roster []Role, usage Usage) (removed []string, err error)
+	// ReportBack delivers a report of the guarded turn's session to its
+	// report_to, exactly once (see NewReport).
+	ReportBack(ctx context.Context, g Guard, r NewReport) (Report, error)
+	// ActiveSessions counts a guild's active sessions.
+	ActiveSessions(ctx context.Context, guildID string) (int, error)
 	// AddUsage charges tokens to the session.
 	AddUsage(ctx context.Context, sessionID int64, u Usage) error
 

@@ -47,6 +47,13 @@ type NewSession struct {
 	OwnerID   string
 	Goal      string
 	ReportTo  string
+	// DispatchedBy and DispatchDepth are set for a team another team's
+	// master started.
+	DispatchedBy  int64
+	DispatchDepth int
+	// Roles picks a subset of the channel's roster by name; nil for all
+	// of it. An unknown name is a *RoleError listing the available ones.
+	Roles []string
 }
 
 // StartSession creates the team and queues its kickoff message.
@@ -60,10 +67,16 @@ func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Ro
 	if err != nil {
 		return Session{}, nil, fmt.Errorf("resolve roster: %w", err)
 	}
+	if len(n.Roles) > 0 {
+		if roster, err = PickRoles(roster, n.Roles); err != nil {
+			return Session{}, nil, err
+		}
+	}
 	sess, err := s.store.StartSession(ctx, Session{
 		GuildID: n.GuildID, ChannelID: n.ChannelID, ThreadID: n.ThreadID,
 		OwnerID: n.OwnerID, Goal: goal, State: SessionActive, ReportTo: n.ReportTo,
-	}, roster, Kickoff(goal, n.OwnerID, roster))
+		DispatchedBy: n.DispatchedBy, DispatchDepth: n.DispatchDepth,
+	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0))
 	if err != nil {
 		return Session{}, nil, err
 	}
@@ -71,11 +84,17 @@ func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Ro
 }
 
 // Kickoff is the first message in a team's thread.
-func Kickoff(goal, ownerID string, roster []Role) string {
+func Kickoff(goal, ownerID string, roster []Role, reportTo string, dispatched bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "🚀 **Team assembled** by <@%s>\n**Goal:** %s\n\n**Team**\n", ownerID, Truncate(goal, 600))
 	for _, r := range roster {
 		fmt.Fprintf(&b, "• **%s** — %s\n", r.Name, Truncate(r.Description, 150))
+	}
+	switch {
+	case dispatched:
+		fmt.Fprintf(&b, "\n📨 Dispatched by the team in <#%s>: it reports back there.\n", reportTo)
+	case reportTo != "":
+		fmt.Fprintf(&b, "\n📨 Reports to <#%s>.\n", reportTo)
 	}
 	b.WriteString("\nTalk to the team right here: every message goes to the coordinator, who answers or hands work to the team. `/team` shows who is doing what, `/dissolve` ends the session.")
 	return Truncate(b.String(), MaxMessageLen)

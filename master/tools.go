@@ -28,6 +28,8 @@ type decisionEnv struct {
 	maxRoles  int
 	mustReply bool
 	round     []Task // the current round's tasks, in the order the master sees them
+	reportTo  string // the session's report_to; report_back is offered when set
+	dispatch  bool   // dispatch is offered
 }
 
 // waiting lists the round's tasks that wait for an answer.
@@ -108,6 +110,12 @@ func masterTools(e decisionEnv) []Tool {
 		},
 		replanTool(maxRoles),
 	}
+	if e.reportTo != "" {
+		tools = append(tools, reportBackTool(e.reportTo))
+	}
+	if e.dispatch {
+		tools = append(tools, dispatchTool)
+	}
 	if waiting := e.waiting(); len(waiting) > 0 {
 		tools = append(tools, Tool{
 			Name: ToolAnswerWorker,
@@ -145,6 +153,8 @@ type decision struct {
 	reason   string    // replan
 	callID   string
 	rawInput string
+	channel  string // dispatch
+	goal     string // dispatch
 }
 
 // parseDecision validates one tool call against the team and the limits.
@@ -235,6 +245,22 @@ func parseDecision(call ToolCall, e decisionEnv) (decision, error) {
 			return d, err
 		}
 		d.reason = strings.TrimSpace(a.Reason)
+	case ToolReportBack:
+		if e.reportTo == "" {
+			return d, fmt.Errorf("this team reports nowhere: report_back is not available")
+		}
+		var err error
+		if d.text, err = parseReportBack(call.Arguments); err != nil {
+			return d, err
+		}
+	case ToolDispatch:
+		if !e.dispatch {
+			return d, fmt.Errorf("dispatch is not available to this team")
+		}
+		var err error
+		if d.channel, d.goal, err = parseDispatch(call.Arguments); err != nil {
+			return d, err
+		}
 	case ToolAnswerWorker:
 		var a struct {
 			Task   *int    `json:"task"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ const WakeAll = "*"
 // delivers it at commit, and drops it on rollback. Call it just before
 // committing, and only when something changed.
 func notify(ctx context.Context, tx pgx.Tx, sessionIDs ...int64) error {
+	sessionIDs = slices.DeleteFunc(slices.Clone(sessionIDs), func(id int64) bool { return id == 0 })
 	if len(sessionIDs) == 0 {
 		return nil
 	}

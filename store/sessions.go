@@ -13,13 +13,14 @@ import (
 )
 
 const sessionColumns = `s.id, s.guild_id, s.channel_id, s.thread_id, s.owner_id, s.goal, s.state,
-	coalesce(s.report_to, ''), s.summary, s.prompt_tokens, s.completion_tokens, s.created_at, s.ended_at`
+	coalesce(s.report_to, ''), coalesce(s.dispatched_by, 0), s.dispatch_depth, s.summary,
+	s.prompt_tokens, s.completion_tokens, s.created_at, s.ended_at`
 
 func scanSession(row pgx.Row) (master.Session, error) {
 	var s master.Session
 	var ended *time.Time
 	err := row.Scan(&s.ID, &s.GuildID, &s.ChannelID, &s.ThreadID, &s.OwnerID, &s.Goal, &s.State,
-		&s.ReportTo, &s.Summary, &s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.CreatedAt, &ended)
+		&s.ReportTo, &s.DispatchedBy, &s.DispatchDepth, &s.Summary, &s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.CreatedAt, &ended)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Session{}, master.ErrNotFound
 	}
@@ -39,10 +40,10 @@ func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []
 	}
 	defer tx.Rollback(ctx)
 	created, err := scanSession(tx.QueryRow(ctx, `
-		INSERT INTO sessions AS s (guild_id, channel_id, thread_id, owner_id, goal, report_to)
-		VALUES ($1, $2, $3, $4, $5, nullif($6, ''))
+		INSERT INTO sessions AS s (guild_id, channel_id, thread_id, owner_id, goal, report_to, dispatched_by, dispatch_depth)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8)
 		RETURNING `+sessionColumns,
-		sess.GuildID, sess.ChannelID, sess.ThreadID, sess.OwnerID, sess.Goal, sess.ReportTo))
+		sess.GuildID, sess.ChannelID, sess.ThreadID, sess.OwnerID, sess.Goal, sess.ReportTo, sess.DispatchedBy, sess.DispatchDepth))
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "sessions_active_thread_key" {

@@ -31,7 +31,7 @@ func (s *Store) ActiveTurns(ctx context.Context) ([]master.TurnStatus, error) {
 		var replied *time.Time
 		t := &ts.Turn
 		err := r.Scan(&t.ID, &t.SessionID, &t.MessageID, &t.GuildID, &t.ChannelID, &t.AuthorID, &t.Content,
-			&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt, &ts.ThreadID, &replied)
+			&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt, &t.ReportID, &ts.ThreadID, &replied)
 		ts.StartedAt = t.CreatedAt
 		if replied != nil {
 			ts.RepliedAt = *replied

@@ -130,7 +130,7 @@ func (s *Store) SessionStats(ctx context.Context, sessionID int64) (master.Sessi
 // running tasks and its open turns are cancelled, the session is marked
 // dissolved, and summary is queued for its thread. master.ErrNotFound
 // when it is not active.
-func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string) error {
+func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string, final *master.NewReport) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("dissolve: %w", err)
@@ -146,8 +146,38 @@ func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string) e
 	if err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
+	wake := []int64{sessionID}
 	if _, err := cancelSessionTasks(ctx, tx, sessionID, "the team was dissolved"); err != nil {
 		return fmt.Errorf("dissolve: %w", err)
+	}
+	// Reports that reached this team but were never taken up are posted
+	// in its thread as they are: nothing addressed to it is lost.
+	rows, err := tx.Query(ctx, `SELECT content FROM turns WHERE session_id = $1 AND state = 'queued'
+		AND report_id IS NOT NULL ORDER BY id`, sessionID)
+	if err != nil {
+		return fmt.Errorf("dissolve: %w", err)
+	}
+	pending, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("dissolve: %w", err)
+	}
+	for _, content := range pending {
+		for _, part := range master.Split(content, master.MaxMessageLen) {
+			if err := queueNotice(ctx, tx, sessionID, master.OutReport, threadID, part); err != nil {
+				return fmt.Errorf("dissolve: %w", err)
+			}
+		}
+	}
+	if final != nil {
+		from, err := scanSession(tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE s.id = $1`, sessionID))
+		if err != nil {
+			return fmt.Errorf("dissolve: %w", err)
+		}
+		rep, err := deliverReport(ctx, tx, from, 0, *final)
+		if err != nil {
+			return fmt.Errorf("dissolve: final report: %w", err)
+		}
+		wake = append(wake, rep.ToSession)
 	}
 	if _, err := tx.Exec(ctx, `UPDATE turns SET state = 'cancelled', updated_at = now()
 		WHERE session_id = $1 AND state IN ('queued', 'running', 'waiting')`, sessionID); err != nil {
@@ -156,7 +186,7 @@ func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string) e
 	if err := queueNotice(ctx, tx, sessionID, master.OutSummary, threadID, summary); err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
-	if err := notify(ctx, tx, sessionID); err != nil {
+	if err := notify(ctx, tx, wake...); err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

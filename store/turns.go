@@ -13,12 +13,13 @@ import (
 )
 
 const turnColumns = `u.id, u.session_id, u.message_id, u.guild_id, u.channel_id, u.author_id, u.content,
-	u.state, u.round, coalesce(u.status_message_id, ''), coalesce(u.reply_message_id, ''), u.created_at, u.updated_at`
+	u.state, u.round, coalesce(u.status_message_id, ''), coalesce(u.reply_message_id, ''), u.created_at, u.updated_at,
+	coalesce(u.report_id, 0)`
 
 func scanTurn(row pgx.Row) (master.Turn, error) {
 	var t master.Turn
 	err := row.Scan(&t.ID, &t.SessionID, &t.MessageID, &t.GuildID, &t.ChannelID, &t.AuthorID, &t.Content,
-		&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt)
+		&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt, &t.ReportID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Turn{}, master.ErrNotFound
 	}
@@ -219,7 +220,9 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 		parts[i] = int32(i)
 		nonces[i] = outNonce(turn.ID, f.Kind, i)
 	}
-	replyTo[0] = turn.MessageID // only the first part carries the reference
+	if turn.ReportID == 0 { // a report's turn has no message to reply to
+		replyTo[0] = turn.MessageID // only the first part carries the reference
+	}
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO outbox (session_id, turn_id, kind, channel_id, reply_to, content, part, nonce)
 		SELECT $1, $2, $3, $4, nullif(p.reply_to, ''), p.content, p.part, p.nonce

@@ -144,3 +144,23 @@ func TestDissolveDuringARunningTurn(t *testing.T) {
 		t.Errorf("a message after /dissolve started a turn (%d model calls, want %d)", n, before)
 	}
 }
+
+func TestDissolveStopsWorkersInAnotherProcess(t *testing.T) {
+	t.Parallel()
+	// The bot process runs no workers: a `callon worker` process does.
+	w := setup(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, llmtest.Seq(delegate(task{Role: "researcher", Instruction: "forever"}))),
+		llmtest.Match("You are the researcher", llmtest.Seq(llmtest.Hang()))),
+		"CALLON_WORKER_SLOTS", "0")
+	worker := w.startWorker()
+	thread := w.team("Across processes")
+	w.say(thread, "work hard")
+	w.dc.WaitFor(t, func() bool { return len(workerRequests(w.ai.Requests(), "researcher")) == 1 }, "the other process's worker to start")
+	if r := w.command(thread, w.dc.UserID(), 0, "dissolve"); !strings.Contains(r.Content, "dissolved") {
+		t.Fatalf("/dissolve: %+v", r)
+	}
+	w.dc.WaitFor(t, func() bool {
+		return workerRequests(w.ai.Requests(), "researcher")[0].Status == llmtest.StatusClientGone
+	}, "the worker in the other process to stop")
+	worker()
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -78,7 +79,7 @@ func (w *world) start() {
 	}
 	w.t.Cleanup(w.stop)
 	w.dc.WaitConnected(w.t)
-	w.dc.WaitFor(w.t, func() bool { return len(w.dc.Commands("")) == 4 }, "the four slash commands registered globally")
+	w.dc.WaitFor(w.t, func() bool { return len(w.dc.Commands("")) == 5 }, "the five slash commands registered globally")
 }
 
 // restart stops the process and starts a new one on the same database.
@@ -233,4 +234,28 @@ func hasSignal(sigs []string, kind, payloadPart string) bool {
 		}
 	}
 	return false
+}
+
+// startWorker runs `callon worker` on the world's database; the returned
+// function stops it and waits.
+func (w *world) startWorker() func() {
+	w.t.Helper()
+	env := maps.Clone(w.env)
+	env["CALLON_WORKER_SLOTS"] = "2"
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &testLog{t: w.t}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"worker"}, func(k string) string { return env[k] }, logs, logs) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				w.t.Errorf("callon worker returned %v", err)
+			}
+			logs.close()
+		})
+	}
+	w.t.Cleanup(stop)
+	return stop
 }

@@ -40,12 +40,20 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if cfg.Limits.WorkerSlots == 0 && !withBot {
 		return errors.New("CALLON_WORKER_SLOTS is 0: a worker process needs at least one slot")
 	}
+	roleFile, rolePolicy, err := rolesConfig(cfg)
+	if err != nil {
+		return err
+	}
 	log.Info("starting callon", "version", version, "config", cfg)
 	st, err := store.Open(ctx, cfg.DatabaseURL, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	roles, err := master.NewRoles(st, roleFile, rolePolicy)
+	if err != nil {
+		return err
+	}
 	if _, err := st.Migrate(ctx); err != nil {
 		return err
 	}
@@ -77,12 +85,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	}
 
 	if withBot {
-		svc := master.NewService(st, nil)
+		svc := master.NewService(st, roles.Roster)
 		cmds := master.NewCommands(master.CommandsConfig{
 			Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
-			CancelSession: cancelSession,
+			CancelSession: cancelSession, Catalog: roles.Roster,
 		}, st, model, log)
-		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL}, svc, cmds, st, log)
+		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL}, svc, cmds, roles, st, log)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,227 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Roster is one scope's roles in the roles file (CALLON_ROLES_FILE).
+type Roster struct {
+	GuildID   string // "" for the file's default roster
+	ChannelID string // "" for a guild's roster
+	Roles     []Role
+}
+
+// Role is a role as the roles file defines it. Its content (name, length
+// of its prompt, model) is checked against the roles policy when the bot
+// starts; Load checks the file's shape.
+type Role struct {
+	Name        string
+	Description string
+	Prompt      string
+	Model       string // "" for CALLON_WORKER_MODEL
+	Temperature *float32
+	MaxTokens   int
+	Timeout     time.Duration // 0 for CALLON_TASK_TIMEOUT
+}
+
+// The roles file's YAML shape:
+//
+//	roles: [...]              # the default roster
+//	guilds:
+//	  "<guild id>":
+//	    roles: [...]          # the guild's roster
+//	    channels:
+//	      "<channel id>":
+//	        roles: [...]      # the channel's roster
+type rolesFileYAML struct {
+	Roles  []roleYAML           `yaml:"roles"`
+	Guilds map[string]guildYAML `yaml:"guilds"`
+}
+
+type guildYAML struct {
+	Roles    []roleYAML             `yaml:"roles"`
+	Channels map[string]channelYAML `yaml:"channels"`
+}
+
+type channelYAML struct {
+	Roles []roleYAML `yaml:"roles"`
+}
+
+type roleYAML struct {
+	Name        string   `yaml:"name"`
+	Description string   `yaml:"description"`
+	Prompt      string   `yaml:"prompt"`
+	Model       string   `yaml:"model"`
+	Temperature *float32 `yaml:"temperature"`
+	MaxTokens   int      `yaml:"max_tokens"`
+	Timeout     string   `yaml:"timeout"`
+}
+
+// maxRolesFile bounds the roles file: it is configuration, not data.
+const maxRolesFile = 1 << 20
+
+// loadRolesFile reads and parses the roles file at path. Its errors name
+// the file and, where it applies, the guild, channel and role.
+func loadRolesFile(path string) ([]Roster, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxRolesFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	if len(data) > maxRolesFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxRolesFile)
+	}
+	rosters, err := ParseRoles(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rosters, nil
+}
+
+// ParseRoles parses a roles file: its default roster first, then each
+// guild's roster followed by its channels', in id order. Unknown fields,
+// ids that are not Discord ids, bad timeouts and scopes without roles are
+// errors.
+func ParseRoles(data []byte) ([]Roster, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var doc rolesFileYAML
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	var out []Roster
+	add := func(guildID, channelID string, roles []roleYAML) error {
+		r := Roster{GuildID: guildID, ChannelID: channelID}
+		where := scopeName(guildID, channelID)
+		if len(roles) == 0 {
+			return fmt.Errorf("%s: no roles (a roster needs at least one; leave the entry out to fall back to the next source)", where)
+		}
+		for i, y := range roles {
+			role, err := y.role()
+			if err != nil {
+				name := strings.TrimSpace(y.Name)
+				if name == "" {
+					name = "#" + strconv.Itoa(i+1)
+				}
+				return fmt.Errorf("%s: role %q: %w", where, name, err)
+			}
+			r.Roles = append(r.Roles, role)
+		}
+		out = append(out, r)
+		return nil
+	}
+	if doc.Roles != nil {
+		if err := add("", "", doc.Roles); err != nil {
+			return nil, err
+		}
+	}
+	for _, gid := range sortedKeys(doc.Guilds) {
+		g := doc.Guilds[gid]
+		if !isSnowflake(gid) {
+			return nil, fmt.Errorf("guild %q: not a numeric Discord id (quote ids: \"123…\")", gid)
+		}
+		if g.Roles == nil && len(g.Channels) == 0 {
+			return nil, fmt.Errorf("guild %s: no roles and no channels", gid)
+		}
+		if g.Roles != nil {
+			if err := add(gid, "", g.Roles); err != nil {
+				return nil, err
+			}
+		}
+		for _, cid := range sortedKeys(g.Channels) {
+			if !isSnowflake(cid) {
+				return nil, fmt.Errorf("guild %s: channel %q: not a numeric Discord id", gid, cid)
+			}
+			if err := add(gid, cid, g.Channels[cid].Roles); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("defines no roles: give a default `roles:` list or `guilds:`")
+	}
+	return out, nil
+}
+
+func (y roleYAML) role() (Role, error) {
+	r := Role{
+		Name:        strings.TrimSpace(y.Name),
+		Description: strings.TrimSpace(y.Description),
+		Prompt:      strings.TrimSpace(y.Prompt),
+		Model:       strings.TrimSpace(y.Model),
+		Temperature: y.Temperature,
+		MaxTokens:   y.MaxTokens,
+	}
+	if s := strings.TrimSpace(y.Timeout); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return r, fmt.Errorf("timeout %q is not a duration such as \"90s\" or \"5m\"", s)
+		}
+		r.Timeout = d
+	}
+	return r, nil
+}
+
+// scopeName names a scope of the roles file in errors.
+func scopeName(guildID, channelID string) string {
+	switch {
+	case guildID == "":
+		return "default roles"
+	case channelID == "":
+		return "guild " + guildID
+	default:
+		return "guild " + guildID + ", channel " + channelID
+	}
+}
+
+func isSnowflake(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 64)
+	return err == nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// models parses CALLON_MODELS, a comma-separated allowlist. The worker
+// model is always on it; unset, so is the master model.
+func (p *parser) models(v, worker, master string) []string {
+	list := []string{worker}
+	s := strings.TrimSpace(p.getenv(v))
+	if s == "" {
+		if master != worker {
+			list = append(list, master)
+		}
+		return list
+	}
+	for _, m := range strings.Split(s, ",") {
+		m = strings.TrimSpace(m)
+		switch {
+		case m == "":
+		case strings.ContainsAny(m, " \t"):
+			p.fail(v, "must be a comma-separated list of model names, got %q", m)
+		case !slices.Contains(list, m):
+			list = append(list, m)
+		}
+	}
+	return list
+}

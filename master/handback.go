@@ -1,0 +1,74 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// reportBack delivers a report for the master and says what happened, as
+// the tool's result: refusals are told to the model, not raised.
+func (o *Orchestrator) reportBack(ctx context.Context, g Guard, s Session, summary string) string {
+	posted, turn := ReportTexts(s, summary, false)
+	rep, err := o.store.ReportBack(ctx, g, NewReport{Summary: summary, Posted: posted, Turn: turn, Cap: o.cfg.ReportCap})
+	switch {
+	case errors.Is(err, ErrPingPong):
+		return "Refused: this message is a report from the team you report to; answer it here, do not report back to it within this turn."
+	case errors.Is(err, ErrReportCapped):
+		return fmt.Sprintf("Refused: at most %d reports an hour go between these two teams. Tell the user instead.", o.cfg.ReportCap)
+	case err != nil:
+		o.log.Error("report back", "session_id", s.ID, "err", err)
+		return "The report could not be delivered because of an internal error; tell the user."
+	case rep.Delivery == "injected":
+		return fmt.Sprintf("Report delivered to the team in <#%s>; its coordinator takes it from here. Now reply to the user.", s.ReportTo)
+	default:
+		return fmt.Sprintf("Report posted in <#%s>. Now reply to the user.", s.ReportTo)
+	}
+}
+
+// dispatch starts a team in another channel that reports back to this
+// session's thread, and says what happened.
+func (o *Orchestrator) dispatch(ctx context.Context, from Session, ref, goal string) string {
+	log := o.log.With("session_id", from.ID)
+	if from.DispatchDepth >= o.cfg.DispatchDepth {
+		return "Refused: this team was itself dispatched, and dispatched teams cannot dispatch further."
+	}
+	n, err := o.store.ActiveSessions(ctx, from.GuildID)
+	if err != nil {
+		log.Error("count active sessions", "err", err)
+		return "Refused: internal error; try again later."
+	}
+	if n >= o.cfg.MaxActiveSessions {
+		return fmt.Sprintf("Refused: this server already has %d active teams, the most allowed.", n)
+	}
+	ch, err := o.cfg.Channels.Resolve(ctx, from.GuildID, ref)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return fmt.Sprintf("Refused: there is no channel %q in this server.", ref)
+	case err != nil:
+		log.Warn("resolve channel", "ref", ref, "err", err)
+		return "Refused: the channel could not be looked up; try again later."
+	case ch.Thread:
+		return fmt.Sprintf("Refused: <#%s> is a thread; dispatch to a text channel, where a new thread is opened.", ch.ID)
+	}
+	if err := o.cfg.Channels.CanPost(ctx, ch.ID); err != nil {
+		return fmt.Sprintf("Refused: I may not post or open threads in <#%s>.", ch.ID)
+	}
+	thread, err := o.cfg.Channels.StartThread(ctx, ch.ID, Truncate(strings.Join(strings.Fields(goal), " "), 100))
+	if err != nil {
+		log.Warn("open dispatched thread", "channel_id", ch.ID, "err", err)
+		return fmt.Sprintf("Refused: Discord would not let me open a thread in <#%s>.", ch.ID)
+	}
+	sess, roster, err := o.cfg.Service.StartSession(ctx, NewSession{
+		GuildID: from.GuildID, ChannelID: ch.ID, ThreadID: thread, OwnerID: from.OwnerID, Goal: goal,
+		ReportTo: from.ThreadID, DispatchedBy: from.ID, DispatchDepth: from.DispatchDepth + 1,
+	})
+	if err != nil {
+		log.Error("start dispatched session", "err", err)
+		return "Refused: the team could not be started because of an internal error."
+	}
+	log.Info("dispatched", "to_session", sess.ID, "thread_id", thread)
+	return fmt.Sprintf("Started a team in <#%s> (in <#%s>, roles: %s) on: %s. It reports back to this thread; its report will come to you as a new message.",
+		thread, ch.ID, strings.Join(RoleNames(roster), ", "), goal)
+}

@@ -1,0 +1,144 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Hand-back tools: offered only when they apply.
+const (
+	ToolReportBack = "report_back" // the session has a report_to channel
+	ToolDispatch   = "dispatch"    // the deployment enables dispatch
+)
+
+// Refusals of hand-back actions, told to the master as tool results.
+var (
+	// ErrReportCapped means too many reports went between two sessions
+	// within the hour.
+	ErrReportCapped = errors.New("report cap reached")
+	// ErrPingPong means a turn started by a report tried to report back
+	// to the session that sent it.
+	ErrPingPong = errors.New("a turn started by a report cannot report back to its sender")
+)
+
+// NewReport is a report about to be delivered.
+type NewReport struct {
+	Summary string
+	Final   bool     // sent by /dissolve
+	Posted  []string // the message parts if it is posted as a plain message
+	Turn    string   // the turn's content if it is injected into a team
+	Cap     int      // reports allowed between the two sessions per hour
+}
+
+// Report is a delivered report.
+type Report struct {
+	ID        int64
+	Delivery  string // "injected" or "posted"
+	ToSession int64  // the team it was injected into
+}
+
+// Channel is a Discord channel or thread, as dispatch and report_to see it.
+type Channel struct {
+	ID       string
+	GuildID  string
+	Name     string
+	Thread   bool
+	ParentID string
+}
+
+// Channels is what hand-back needs from Discord: finding channels,
+// opening threads, and knowing whether the bot may post.
+type Channels interface {
+	// Resolve finds a channel of the guild from an id, a <#id> mention or
+	// a #name; ErrNotFound when there is none.
+	Resolve(ctx context.Context, guildID, ref string) (Channel, error)
+	// StartThread opens a public thread in a text channel.
+	StartThread(ctx context.Context, channelID, name string) (string, error)
+	// CanPost returns an error when the bot may not post in the channel.
+	CanPost(ctx context.Context, channelID string) error
+}
+
+// ReportTexts renders a report both ways it can land: as a plain message
+// (a heading naming the goal and linking the thread, then the summary),
+// and as the content of a turn injected into the receiving team.
+func ReportTexts(from Session, summary string, final bool) (posted []string, turn string) {
+	jump := "https://discord.com/channels/" + from.GuildID + "/" + from.ThreadID
+	kind := "Report"
+	if final {
+		kind = "Final report"
+	}
+	head := fmt.Sprintf("📬 **%s from the team working on:** %s\n%s\n\n", kind, Truncate(oneLine(from.Goal, 300), 300), jump)
+	posted = Split(head+strings.TrimSpace(summary), MaxMessageLen)
+	if len(posted) > maxReplyParts {
+		posted = posted[:maxReplyParts]
+	}
+	turn = fmt.Sprintf("[%s from another team, in <#%s> (%s), working on: %s]\n\n%s",
+		kind, from.ThreadID, jump, oneLine(from.Goal, 300), Truncate(strings.TrimSpace(summary), 6000))
+	return posted, turn
+}
+
+func reportBackTool(to string) Tool {
+	return Tool{
+		Name: ToolReportBack,
+		Description: fmt.Sprintf("Send a report to <#%s>, where this team reports: a self-contained summary of the "+
+			"results the requester needs. It does not end the session or your turn; you may report again later.", to),
+		Parameters: schema(map[string]any{
+			"type":                 "object",
+			"additionalProperties": false,
+			"required":             []string{"summary"},
+			"properties":           map[string]any{"summary": map[string]any{"type": "string"}},
+		}),
+	}
+}
+
+var dispatchTool = Tool{
+	Name: ToolDispatch,
+	Description: "Start a team in another channel of this server to work on a goal; it reports back to this thread " +
+		"when it has results, and its report comes to you as a new message.",
+	Parameters: schema(map[string]any{
+		"type":                 "object",
+		"additionalProperties": false,
+		"required":             []string{"channel", "goal"},
+		"properties": map[string]any{
+			"channel": map[string]any{"type": "string", "description": "A channel id, a <#id> mention or a #name."},
+			"goal":    map[string]any{"type": "string", "description": "A self-contained goal for that team."},
+		},
+	}),
+}
+
+// parseReportBack and parseDispatch validate hand-back arguments.
+func parseReportBack(args string) (string, error) {
+	var a struct {
+		Summary *string `json:"summary"`
+	}
+	if err := strictUnmarshal(args, &a); err != nil {
+		return "", err
+	}
+	if a.Summary == nil || strings.TrimSpace(*a.Summary) == "" {
+		return "", errors.New("report_back needs a non-empty \"summary\"")
+	}
+	return strings.TrimSpace(*a.Summary), nil
+}
+
+func parseDispatch(args string) (channel, goal string, err error) {
+	var a struct {
+		Channel *string `json:"channel"`
+		Goal    *string `json:"goal"`
+	}
+	if err := strictUnmarshal(args, &a); err != nil {
+		return "", "", err
+	}
+	if a.Channel == nil || strings.TrimSpace(*a.Channel) == "" {
+		return "", "", errors.New("dispatch needs \"channel\": an id, a <#id> mention or a #name")
+	}
+	if a.Goal == nil {
+		return "", "", errors.New("dispatch needs \"goal\"")
+	}
+	g, err := CheckGoal(*a.Goal)
+	if err != nil {
+		return "", "", err
+	}
+	return strings.TrimSpace(*a.Channel), g, nil
+}

@@ -1,0 +1,144 @@
+package master
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Bounds of a role's definition that the operator does not configure.
+const (
+	// MaxDescriptionLen bounds a role's one-line description.
+	MaxDescriptionLen = 200
+	// DefaultMaxPrompt bounds a role's prompt when the policy sets none.
+	DefaultMaxPrompt = 4000
+	// MaxRoleTokens bounds a role's max output tokens.
+	MaxRoleTokens = 200_000
+	// MinRoleTimeout and MaxRoleTimeout bound a role's time on one task.
+	MinRoleTimeout = 10 * time.Second
+	MaxRoleTimeout = 24 * time.Hour
+)
+
+// RoleError is a problem with roles that the person who caused it can
+// fix; its message is written for them.
+type RoleError struct{ Problem string }
+
+func (e *RoleError) Error() string { return e.Problem }
+
+func roleErrorf(format string, args ...any) error {
+	return &RoleError{Problem: fmt.Sprintf(format, args...)}
+}
+
+// RolePolicy is the operator's limits on the roles admins and the roles
+// file may define.
+type RolePolicy struct {
+	// DefaultModel is the model of roles that name none (the worker
+	// model); it is always allowed.
+	DefaultModel string
+	// Models a role may name besides DefaultModel.
+	Models []string
+	// MaxPrompt bounds a prompt, in characters; 0 means DefaultMaxPrompt.
+	MaxPrompt int
+	// MaxRoles bounds a roster; 0 means no bound.
+	MaxRoles int
+}
+
+// ModelAllowed reports whether a role may name model.
+func (p RolePolicy) ModelAllowed(model string) bool {
+	return model == "" || model == p.DefaultModel || slices.Contains(p.Models, model)
+}
+
+// AllowedModels lists the models a role may name, the default first.
+func (p RolePolicy) AllowedModels() []string {
+	var out []string
+	for _, m := range append([]string{p.DefaultModel}, p.Models...) {
+		if m != "" && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// ModelOf is the model a role runs on: its own if allowed, else the
+// default.
+func (p RolePolicy) ModelOf(r Role) string {
+	if r.Model == "" || !p.ModelAllowed(r.Model) {
+		return p.DefaultModel
+	}
+	return r.Model
+}
+
+func (p RolePolicy) maxPrompt() int {
+	if p.MaxPrompt > 0 {
+		return p.MaxPrompt
+	}
+	return DefaultMaxPrompt
+}
+
+// CheckRole reports the first problem with one role's definition, as a
+// *RoleError.
+func (p RolePolicy) CheckRole(r Role) error {
+	desc := strings.TrimSpace(r.Description)
+	prompt := strings.TrimSpace(r.Prompt)
+	switch {
+	case !ValidRoleName(r.Name):
+		return roleErrorf("the name %q is not a lowercase slug: use a-z, 0-9, - and _, start with a letter, at most 32 characters (for example `market-analyst`)", r.Name)
+	case desc == "":
+		return roleErrorf("the description is empty: give one line saying what the role is for, which the coordinator routes by")
+	case strings.ContainsAny(desc, "\r\n"):
+		return roleErrorf("the description must be one line")
+	case utf8.RuneCountInString(desc) > MaxDescriptionLen:
+		return roleErrorf("the description is %d characters long; the limit is %d", utf8.RuneCountInString(desc), MaxDescriptionLen)
+	case prompt == "":
+		return roleErrorf("the prompt is empty: say how the role should work")
+	case utf8.RuneCountInString(prompt) > p.maxPrompt():
+		return roleErrorf("the prompt is %d characters long; the limit is %d", utf8.RuneCountInString(prompt), p.maxPrompt())
+	case !p.ModelAllowed(r.Model):
+		return roleErrorf("the model %q is not allowed; use one of: %s", r.Model, strings.Join(p.AllowedModels(), ", "))
+	case r.Temperature != nil && (*r.Temperature < 0 || *r.Temperature > 2):
+		return roleErrorf("the temperature %g is out of range: use 0 to 2", *r.Temperature)
+	case r.MaxTokens < 0 || r.MaxTokens > MaxRoleTokens:
+		return roleErrorf("max tokens %d is out of range: use 1 to %d", r.MaxTokens, MaxRoleTokens)
+	case r.Timeout != 0 && (r.Timeout < MinRoleTimeout || r.Timeout > MaxRoleTimeout):
+		return roleErrorf("the timeout %s is out of range: use %s to %s", r.Timeout, MinRoleTimeout, MaxRoleTimeout)
+	}
+	return nil
+}
+
+// CheckRoster reports the first problem with a whole roster: too many
+// roles, a name used twice, or a role CheckRole refuses, naming the role.
+func (p RolePolicy) CheckRoster(roster []Role) error {
+	if len(roster) == 0 {
+		return roleErrorf("no roles: a roster needs at least one")
+	}
+	if p.MaxRoles > 0 && len(roster) > p.MaxRoles {
+		return roleErrorf("%d roles; a team may have at most %d", len(roster), p.MaxRoles)
+	}
+	seen := make(map[string]bool, len(roster))
+	for _, r := range roster {
+		if seen[r.Name] {
+			return roleErrorf("role %q appears twice", r.Name)
+		}
+		seen[r.Name] = true
+		if err := p.CheckRole(r); err != nil {
+			return fmt.Errorf("role %q: %w", r.Name, err)
+		}
+	}
+	return nil
+}
+
+// normalizeRole trims what people type around a role's fields.
+func normalizeRole(r Role) Role {
+	r.Name = strings.ToLower(strings.TrimSpace(r.Name))
+	r.Description = strings.TrimSpace(r.Description)
+	r.Prompt = strings.TrimSpace(r.Prompt)
+	r.Model = strings.TrimSpace(r.Model)
+	return r
+}
+
+// ErrRosterFull means a scope already holds as many roles as a team may
+// have.
+var ErrRosterFull = errors.New("roster full")

@@ -1,0 +1,165 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/callonbot/callon/master"
+)
+
+// ReportBack records a report from the guarded turn's session to its
+// report_to channel and delivers it in the same transaction: injected as a
+// turn of the team active in that thread, or queued there as a plain
+// message. So a report is delivered exactly once, whatever fails after.
+// master.ErrPingPong and master.ErrReportCapped refuse it.
+func (s *Store) ReportBack(ctx context.Context, g master.Guard, r master.NewReport) (master.Report, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return master.Report{}, fmt.Errorf("report back: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	turn, err := checkGuard(ctx, tx, g)
+	if err != nil {
+		return master.Report{}, fmt.Errorf("report back: %w", err)
+	}
+	from, err := scanSession(tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE s.id = $1`, g.SessionID))
+	if err != nil {
+		return master.Report{}, fmt.Errorf("report back: %w", err)
+	}
+	if from.ReportTo == "" {
+		return master.Report{}, errors.New("report back: the session reports nowhere")
+	}
+	if turn.ReportID != 0 {
+		var senderThread string
+		if err := tx.QueryRow(ctx, `SELECT s.thread_id FROM reports r JOIN sessions s ON s.id = r.from_session
+			WHERE r.id = $1`, turn.ReportID).Scan(&senderThread); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return master.Report{}, fmt.Errorf("report back: %w", err)
+		}
+		if senderThread == from.ReportTo {
+			return master.Report{}, master.ErrPingPong
+		}
+	}
+	rep, err := deliverReport(ctx, tx, from, turn.ID, r)
+	if err != nil {
+		return master.Report{}, fmt.Errorf("report back: %w", err)
+	}
+	if err := notify(ctx, tx, from.ID, rep.ToSession); err != nil {
+		return master.Report{}, fmt.Errorf("report back: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return master.Report{}, fmt.Errorf("report back: %w", err)
+	}
+	return rep, nil
+}
+
+// deliverReport writes a report of from to its report_to and delivers it,
+// with REPORT signals. The caller wakes from and rep.ToSession (0 when the
+// report was posted) with its transaction's one notification.
+func deliverReport(ctx context.Context, tx pgx.Tx, from master.Session, fromTurn int64, r master.NewReport) (master.Report, error) {
+	if r.Cap > 0 && !r.Final {
+		// Reports between the same two places, both ways, in the last hour.
+		var n int
+		if err := tx.QueryRow(ctx, `
+			SELECT count(*) FROM reports r JOIN sessions f ON f.id = r.from_session
+			WHERE r.created_at > now() - interval '1 hour'
+			  AND ((r.from_session = $1 AND r.to_channel = $2)
+			    OR (f.thread_id = $2 AND r.to_channel = $3))`, from.ID, from.ReportTo, from.ThreadID).Scan(&n); err != nil {
+			return master.Report{}, err
+		}
+		if n >= r.Cap {
+			return master.Report{}, fmt.Errorf("%d reports within the hour: %w", n, master.ErrReportCapped)
+		}
+	}
+	var to master.Session
+	to, err := scanSession(tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s
+		WHERE s.thread_id = $1 AND s.state = 'active' AND s.id <> $2 FOR SHARE`, from.ReportTo, from.ID))
+	inject := err == nil
+	if err != nil && !errors.Is(err, master.ErrNotFound) {
+		return master.Report{}, err
+	}
+	rep := master.Report{Delivery: "posted"}
+	var toSession *int64
+	if inject {
+		rep.Delivery, rep.ToSession, toSession = "injected", to.ID, &to.ID
+	}
+	if err := tx.QueryRow(ctx, `
+		INSERT INTO reports (from_session, from_turn, to_channel, summary, final, delivery, to_session)
+		VALUES ($1, nullif($2, 0), $3, $4, $5, $6, $7) RETURNING id`,
+		from.ID, fromTurn, from.ReportTo, r.Summary, r.Final, rep.Delivery, toSession).Scan(&rep.ID); err != nil {
+		return master.Report{}, err
+	}
+	payload := map[string]any{"report": rep.ID, "to": from.ReportTo, "delivery": rep.Delivery, "final": r.Final}
+	if inject {
+		payload["session"] = to.ID
+		// The turn's message id is the report's: a report starts one turn.
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO turns (session_id, message_id, guild_id, channel_id, author_id, content, report_id)
+			VALUES ($1, 'report:' || $2::text, $3, $4, '', $5, $2)`,
+			to.ID, rep.ID, to.GuildID, to.ThreadID, r.Turn); err != nil {
+			return master.Report{}, fmt.Errorf("inject report: %w", err)
+		}
+		in, _ := json.Marshal(map[string]any{"report": rep.ID, "from_session": from.ID, "from_thread": from.ThreadID, "delivery": "injected"})
+		if _, err := addSignal(ctx, tx, to.ID, 0, master.SignalReport, in); err != nil {
+			return master.Report{}, err
+		}
+	} else if err := postParts(ctx, tx, from.ID, from.ReportTo, fmt.Sprintf("r%d", rep.ID), r.Posted); err != nil {
+		return master.Report{}, err
+	}
+	out, _ := json.Marshal(payload)
+	if _, err := addSignal(ctx, tx, from.ID, 0, master.SignalReport, out); err != nil {
+		return master.Report{}, err
+	}
+	return rep, nil
+}
+
+// postParts queues a message that belongs to no turn, part by part, with
+// nonces made from prefix.
+func postParts(ctx context.Context, tx pgx.Tx, sessionID int64, channelID, prefix string, parts []string) error {
+	for i, p := range parts {
+		if _, err := tx.Exec(ctx, `INSERT INTO outbox (session_id, kind, channel_id, content, part, nonce)
+			VALUES ($1, 'report', $2, $3, $4, $5)`, sessionID, channelID, p, i, fmt.Sprintf("%sp%d", prefix, i)); err != nil {
+			return fmt.Errorf("post report: %w", err)
+		}
+	}
+	return nil
+}
+
+// ActiveSessions counts a guild's active sessions.
+func (s *Store) ActiveSessions(ctx context.Context, guildID string) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE guild_id = $1 AND state = 'active'`, guildID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("active sessions: %w", err)
+	}
+	return n, nil
+}
+
+// Dispatched lists the sessions a session dispatched, oldest first.
+func (s *Store) Dispatched(ctx context.Context, sessionID int64) ([]master.Session, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE s.dispatched_by = $1 ORDER BY s.id`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("dispatched: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Session, error) { return scanSession(r) })
+	if err != nil {
+		return nil, fmt.Errorf("dispatched: %w", err)
+	}
+	return out, nil
+}
+
+// HandBack is what /dissolve needs to know for a final report: how many
+// reports the session sent, and its latest answer.
+func (s *Store) HandBack(ctx context.Context, sessionID int64) (sent int, lastAnswer string, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM reports WHERE from_session = $1),
+		coalesce((SELECT string_agg(o.content, E'\n' ORDER BY o.part) FROM outbox o
+		          WHERE o.turn_id = (SELECT max(turn_id) FROM outbox WHERE session_id = $1 AND kind = 'reply')
+		            AND o.kind = 'reply'), '')`, sessionID).Scan(&sent, &lastAnswer)
+	if err != nil {
+		return 0, "", fmt.Errorf("hand back: %w", err)
+	}
+	return sent, lastAnswer, nil
+}
