@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -120,6 +121,12 @@ func (b *Bot) goWork(timeout time.Duration, f func(ctx context.Context)) {
 	b.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(b.ctx, timeout)
 		defer cancel()
+		// One bad interaction must not take the bot down with it.
+		defer func() {
+			if r := recover(); r != nil {
+				b.log.Error("handler panicked", "panic", r, "stack", string(debug.Stack()))
+			}
+		}()
 		f(ctx)
 	})
 }

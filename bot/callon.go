@@ -23,7 +23,7 @@ var callonCommand = command{
 			Description: "What the team should work on",
 			Required:    true,
 			MaxLength:   master.MaxGoalLen,
-		}, rolesPickOption},
+		}, rolesPickOption, reportToOption},
 	},
 	handle:   (*Bot).handleCallon,
 	complete: (*Bot).completeCallon,
@@ -73,6 +73,10 @@ func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goa
 	if msg := b.checkPicked(ctx, i.GuildID, parentID, names); msg != "" {
 		return msg
 	}
+	report := reportTo(i)
+	if msg := b.checkReportTo(ctx, report); msg != "" {
+		return msg
+	}
 	if threadID == "" {
 		th, err := b.s.ThreadStartComplex(parentID, &discordgo.ThreadStart{
 			Name:                threadName(goal),
@@ -89,7 +93,7 @@ func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goa
 		threadID = th.ID
 	}
 	sess, roster, err := b.svc.StartSession(ctx, master.NewSession{
-		GuildID: i.GuildID, ChannelID: parentID, ThreadID: threadID, OwnerID: i.Member.User.ID, Goal: goal, Roles: names,
+		GuildID: i.GuildID, ChannelID: parentID, ThreadID: threadID, OwnerID: i.Member.User.ID, Goal: goal, Roles: names, ReportTo: report,
 	})
 	var picked *master.RoleError
 	switch {

@@ -14,16 +14,10 @@ import (
 
 // Discord JSON error codes the bot reacts to.
 const (
-	codeUnknownChannel   = 10003
-	codeUnknownMessage   = 10008
-	codeMissingAccess    = 50001
-	codeMissingPerms     = 50013
-	codeThreadArchived   = 50083
-	codeUnknownInteract  = 10062
-	codeAlreadyAcked     = 40060
-	codeInvalidFormBody  = 50035
-	codeCannotSendEmpty  = 50006
-	codeMaxPinsOrThreads = 30003
+	codeUnknownChannel = 10003
+	codeMissingAccess  = 50001
+	codeMissingPerms   = 50013
+	codeThreadArchived = 50083
 )
 
 // Messenger posts for the master. Every message it creates pings nobody

@@ -59,7 +59,9 @@ type Config struct {
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
 
-	Limits Limits
+	Limits   Limits
+	HandBack HandBack
+	Webhook  Webhook
 
 	errs []error // problems found while parsing; reported by Validate
 }
@@ -120,6 +122,8 @@ func Load(getenv func(string) string) Config {
 			p.fail("CALLON_ROLES_FILE", "%v", err)
 		}
 	}
+	c.HandBack = p.handBack()
+	c.Webhook = p.webhook()
 	c.errs = p.errs
 	if c.DatabaseURL != "" {
 		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
@@ -168,7 +172,7 @@ func (c Config) String() string {
 		RedactURL(c.DatabaseURL), redact(c.OpenAIKey), c.OpenAIBaseURL, c.MasterModel, c.WorkerModel,
 		c.RolesFile, c.HTTPAddr, c.LogLevel, c.LogFormat, l.MaxWorkers, l.MaxRounds, l.MaxTasks,
 		l.TaskTimeout, l.TaskLease, l.SweepInterval, l.MaxAttempts, l.WorkerSlots, l.LLMConcurrency,
-		l.SessionTokens, l.History, strings.Join(c.Models, ","), l.MaxPrompt)
+		l.SessionTokens, l.History, strings.Join(c.Models, ","), l.MaxPrompt) + " " + c.HandBack.String() + " " + c.Webhook.String()
 }
 
 // LogValue keeps secrets out of structured logs too.

@@ -43,12 +43,13 @@ type Session struct {
 	ReportTo  string // channel or thread id to report back to; "" for none
 	// DispatchedBy is the session whose master started this one; 0 for
 	// a session started with /callon. DispatchDepth counts those links.
-	DispatchedBy  int64
-	DispatchDepth int
-	Summary       string // running summary of older exchanges
-	Usage         Usage  // tokens used by the session so far
-	CreatedAt     time.Time
-	EndedAt       time.Time // zero while active
+	DispatchedBy   int64
+	DispatchedTurn int64 // the dispatching turn
+	DispatchDepth  int
+	Summary        string // running summary of older exchanges
+	Usage          Usage  // tokens used by the session so far
+	CreatedAt      time.Time
+	EndedAt        time.Time // zero while active
 }
 
 // Role is a member of a team: a specialist with its own prompt and model.

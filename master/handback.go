@@ -15,6 +15,8 @@ func (o *Orchestrator) reportBack(ctx context.Context, g Guard, s Session, summa
 	switch {
 	case errors.Is(err, ErrPingPong):
 		return "Refused: this message is a report from the team you report to; answer it here, do not report back to it within this turn."
+	case errors.Is(err, ErrAlreadyReported):
+		return "This turn has already sent its report (one report per turn). Now reply to the user."
 	case errors.Is(err, ErrReportCapped):
 		return fmt.Sprintf("Refused: at most %d reports an hour go between these two teams. Tell the user instead.", o.cfg.ReportCap)
 	case err != nil:
@@ -29,18 +31,10 @@ func (o *Orchestrator) reportBack(ctx context.Context, g Guard, s Session, summa
 
 // dispatch starts a team in another channel that reports back to this
 // session's thread, and says what happened.
-func (o *Orchestrator) dispatch(ctx context.Context, from Session, ref, goal string) string {
+func (o *Orchestrator) dispatch(ctx context.Context, from Session, turnID int64, ref, goal string) string {
 	log := o.log.With("session_id", from.ID)
 	if from.DispatchDepth >= o.cfg.DispatchDepth {
 		return "Refused: this team was itself dispatched, and dispatched teams cannot dispatch further."
-	}
-	n, err := o.store.ActiveSessions(ctx, from.GuildID)
-	if err != nil {
-		log.Error("count active sessions", "err", err)
-		return "Refused: internal error; try again later."
-	}
-	if n >= o.cfg.MaxActiveSessions {
-		return fmt.Sprintf("Refused: this server already has %d active teams, the most allowed.", n)
 	}
 	ch, err := o.cfg.Channels.Resolve(ctx, from.GuildID, ref)
 	switch {
@@ -52,6 +46,21 @@ func (o *Orchestrator) dispatch(ctx context.Context, from Session, ref, goal str
 	case ch.Thread:
 		return fmt.Sprintf("Refused: <#%s> is a thread; dispatch to a text channel, where a new thread is opened.", ch.ID)
 	}
+	// A turn run again after a crash finds the team it already started.
+	if prev, err := o.store.DispatchedByTurn(ctx, turnID, ch.ID); err == nil {
+		return fmt.Sprintf("This message already started the team in <#%s> on: %s. It reports back to this thread.", prev.ThreadID, prev.Goal)
+	} else if !errors.Is(err, ErrNotFound) {
+		log.Error("find dispatched team", "err", err)
+		return "Refused: internal error; try again later."
+	}
+	n, err := o.store.ActiveSessions(ctx, from.GuildID)
+	if err != nil {
+		log.Error("count active sessions", "err", err)
+		return "Refused: internal error; try again later."
+	}
+	if n >= o.cfg.MaxActiveSessions {
+		return fmt.Sprintf("Refused: this server already has %d active teams, the most allowed.", n)
+	}
 	if err := o.cfg.Channels.CanPost(ctx, ch.ID); err != nil {
 		return fmt.Sprintf("Refused: I may not post or open threads in <#%s>.", ch.ID)
 	}
@@ -62,7 +71,10 @@ func (o *Orchestrator) dispatch(ctx context.Context, from Session, ref, goal str
 	}
 	sess, roster, err := o.cfg.Service.StartSession(ctx, NewSession{
 		GuildID: from.GuildID, ChannelID: ch.ID, ThreadID: thread, OwnerID: from.OwnerID, Goal: goal,
-		ReportTo: from.ThreadID, DispatchedBy: from.ID, DispatchDepth: from.DispatchDepth + 1,
+		ReportTo: from.ThreadID, DispatchedBy: from.ID, DispatchedTurn: turnID, DispatchDepth: from.DispatchDepth + 1,
+		Brief: fmt.Sprintf("[Dispatched by the team in <#%s>, working on: %s]\n\nWork on your goal: %s\n\n"+
+			"When you have the result the requester needs, send it with report_back, then reply here.",
+			from.ThreadID, oneLine(from.Goal, 300), goal),
 	})
 	if err != nil {
 		log.Error("start dispatched session", "err", err)

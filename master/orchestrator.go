@@ -33,6 +33,10 @@ type Config struct {
 	ReportCap         int      // reports between two sessions per hour
 	Channels          Channels // Discord, for dispatch
 	Service           *Service // starts dispatched sessions
+
+	// Catalog, when set, gives a channel's configured roles: a role that
+	// replan adds under one of those names takes its prompt and model.
+	Catalog func(ctx context.Context, guildID, channelID string) ([]Role, error)
 }
 
 func (c Config) withDefaults() Config {
@@ -316,10 +320,16 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) erro
 				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: o.reportBack(ctx, g, tc.session, d.text)})
 				acted = true
 			case ToolDispatch:
-				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: o.dispatch(ctx, tc.session, d.channel, d.goal)})
+				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: o.dispatch(ctx, tc.session, g.TurnID, d.channel, d.goal)})
 				acted = true
 			case ToolReplan:
-				roster := MergeRoster(tc.roster, d.roles, nil)
+				var catalog []Role
+				if o.cfg.Catalog != nil {
+					if catalog, err = o.cfg.Catalog(ctx, tc.session.GuildID, tc.session.ChannelID); err != nil {
+						return fmt.Errorf("channel roles: %w", err)
+					}
+				}
+				roster := MergeRoster(tc.roster, d.roles, catalog)
 				removed, err := o.store.Replan(ctx, g, roster, usage)
 				if err != nil {
 					return fmt.Errorf("replan: %w", err)

@@ -15,8 +15,10 @@ var ErrPermanent = errors.New("permanent delivery error")
 // their guard no longer holds.
 type Store interface {
 	// StartSession creates the session with its roster and kickoff message
-	// in one transaction. ErrSessionActive when the thread has one already.
-	StartSession(ctx context.Context, s Session, roster []Role, kickoff string) (Session, error)
+	// in one transaction, and with brief, when not empty, a first turn
+	// that sets the team to work at once (a dispatched team). It returns
+	// ErrSessionActive when the thread has a session already.
+	StartSession(ctx context.Context, s Session, roster []Role, kickoff, brief string) (Session, error)
 	// ActiveSession returns the active session of a thread, or ErrNotFound.
 	ActiveSession(ctx context.Context, threadID string) (Session, error)
 	Session(ctx context.Context, id int64) (Session, error)
@@ -58,6 +60,9 @@ type Store interface {
 	// ReportBack delivers a report of the guarded turn's session to its
 	// report_to, exactly once (see NewReport).
 	ReportBack(ctx context.Context, g Guard, r NewReport) (Report, error)
+	// DispatchedByTurn returns the session a turn dispatched to a
+	// channel, or ErrNotFound.
+	DispatchedByTurn(ctx context.Context, turnID int64, channelID string) (Session, error)
 	// ActiveSessions counts a guild's active sessions.
 	ActiveSessions(ctx context.Context, guildID string) (int, error)
 	// AddUsage charges tokens to the session.

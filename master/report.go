@@ -21,6 +21,9 @@ var (
 	// ErrPingPong means a turn started by a report tried to report back
 	// to the session that sent it.
 	ErrPingPong = errors.New("a turn started by a report cannot report back to its sender")
+	// ErrAlreadyReported means this turn has reported already: one report
+	// per turn, so a turn run again after a crash cannot report twice.
+	ErrAlreadyReported = errors.New("this turn has reported already")
 )
 
 // NewReport is a report about to be delivered.

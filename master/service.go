@@ -49,8 +49,11 @@ type NewSession struct {
 	ReportTo  string
 	// DispatchedBy and DispatchDepth are set for a team another team's
 	// master started.
-	DispatchedBy  int64
-	DispatchDepth int
+	DispatchedBy   int64
+	DispatchedTurn int64
+	DispatchDepth  int
+	// Brief, when set, is a first turn that sets the team to work at once.
+	Brief string
 	// Roles picks a subset of the channel's roster by name; nil for all
 	// of it. An unknown name is a *RoleError listing the available ones.
 	Roles []string
@@ -75,8 +78,8 @@ func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Ro
 	sess, err := s.store.StartSession(ctx, Session{
 		GuildID: n.GuildID, ChannelID: n.ChannelID, ThreadID: n.ThreadID,
 		OwnerID: n.OwnerID, Goal: goal, State: SessionActive, ReportTo: n.ReportTo,
-		DispatchedBy: n.DispatchedBy, DispatchDepth: n.DispatchDepth,
-	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0))
+		DispatchedBy: n.DispatchedBy, DispatchedTurn: n.DispatchedTurn, DispatchDepth: n.DispatchDepth,
+	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0), n.Brief)
 	if err != nil {
 		return Session{}, nil, err
 	}

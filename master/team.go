@@ -59,7 +59,9 @@ type TeamView struct {
 	Tasks    []Task // the turn's tasks
 	Progress map[int64]Progress
 	Signals  []Signal // the latest few, oldest first
-	Now      time.Time
+	// Dispatched are the teams this session's master started elsewhere.
+	Dispatched []Session
+	Now        time.Time
 }
 
 // Embed is a Discord embed, in domain terms.
@@ -128,6 +130,17 @@ func RenderTeam(v TeamView, workerModel string) Embed {
 		}
 	}
 	e.Fields = append(e.Fields, EmbedField{Name: "Current work", Value: work.String()})
+
+	if v.Session.ReportTo != "" || len(v.Dispatched) > 0 {
+		var hb strings.Builder
+		if v.Session.ReportTo != "" {
+			fmt.Fprintf(&hb, "📨 Reports to <#%s>\n", v.Session.ReportTo)
+		}
+		for _, d := range v.Dispatched {
+			fmt.Fprintf(&hb, "🚀 Dispatched <#%s> (%s): %s\n", d.ThreadID, d.State, oneLine(d.Goal, 80))
+		}
+		e.Fields = append(e.Fields, EmbedField{Name: "Hand-back", Value: hb.String()})
+	}
 
 	var sigs strings.Builder
 	for _, s := range v.Signals {

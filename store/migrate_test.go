@@ -11,7 +11,7 @@ import (
 )
 
 // wantVersions is every migration the binary embeds.
-const wantVersions = 3
+const wantVersions = 4
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()

@@ -43,7 +43,7 @@ func (s *Store) ReportBack(ctx context.Context, g master.Guard, r master.NewRepo
 			return master.Report{}, master.ErrPingPong
 		}
 	}
-	rep, err := deliverReport(ctx, tx, from, turn.ID, r)
+	rep, err := s.deliverReport(ctx, tx, from, turn.ID, r)
 	if err != nil {
 		return master.Report{}, fmt.Errorf("report back: %w", err)
 	}
@@ -59,7 +59,7 @@ func (s *Store) ReportBack(ctx context.Context, g master.Guard, r master.NewRepo
 // deliverReport writes a report of from to its report_to and delivers it,
 // with REPORT signals. The caller wakes from and rep.ToSession (0 when the
 // report was posted) with its transaction's one notification.
-func deliverReport(ctx context.Context, tx pgx.Tx, from master.Session, fromTurn int64, r master.NewReport) (master.Report, error) {
+func (s *Store) deliverReport(ctx context.Context, tx pgx.Tx, from master.Session, fromTurn int64, r master.NewReport) (master.Report, error) {
 	if r.Cap > 0 && !r.Final {
 		// Reports between the same two places, both ways, in the last hour.
 		var n int
@@ -98,8 +98,8 @@ func deliverReport(ctx context.Context, tx pgx.Tx, from master.Session, fromTurn
 		// The turn's message id is the report's: a report starts one turn.
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO turns (session_id, message_id, guild_id, channel_id, author_id, content, report_id)
-			VALUES ($1, 'report:' || $2::text, $3, $4, '', $5, $2)`,
-			to.ID, rep.ID, to.GuildID, to.ThreadID, r.Turn); err != nil {
+			VALUES ($1, $2, $3, $4, '', $5, $6)`,
+			to.ID, fmt.Sprintf("report:%d", rep.ID), to.GuildID, to.ThreadID, r.Turn, rep.ID); err != nil {
 			return master.Report{}, fmt.Errorf("inject report: %w", err)
 		}
 		in, _ := json.Marshal(map[string]any{"report": rep.ID, "from_session": from.ID, "from_thread": from.ThreadID, "delivery": "injected"})
@@ -111,6 +111,9 @@ func deliverReport(ctx context.Context, tx pgx.Tx, from master.Session, fromTurn
 	}
 	out, _ := json.Marshal(payload)
 	if _, err := addSignal(ctx, tx, from.ID, 0, master.SignalReport, out); err != nil {
+		return master.Report{}, err
+	}
+	if err := s.enqueueWebhook(ctx, tx, from.ID, master.WebhookSessionReported, reportedData(from, rep, r)); err != nil {
 		return master.Report{}, err
 	}
 	return rep, nil
@@ -162,4 +165,15 @@ func (s *Store) HandBack(ctx context.Context, sessionID int64) (sent int, lastAn
 		return 0, "", fmt.Errorf("hand back: %w", err)
 	}
 	return sent, lastAnswer, nil
+}
+
+// DispatchedBy returns the active session turn turnID dispatched to a
+// channel, or master.ErrNotFound.
+func (s *Store) DispatchedByTurn(ctx context.Context, turnID int64, channelID string) (master.Session, error) {
+	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s
+		WHERE s.dispatched_turn = $1 AND s.channel_id = $2 ORDER BY s.id LIMIT 1`, turnID, channelID))
+	if err != nil && !errors.Is(err, master.ErrNotFound) {
+		return sess, fmt.Errorf("dispatched by turn: %w", err)
+	}
+	return sess, err
 }

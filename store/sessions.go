@@ -33,17 +33,17 @@ func scanSession(row pgx.Row) (master.Session, error) {
 // StartSession creates an active session for a thread with its roster and
 // queues its kickoff message, in one transaction. master.ErrSessionActive
 // when the thread already has an active session.
-func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []master.Role, kickoff string) (master.Session, error) {
+func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []master.Role, kickoff, brief string) (master.Session, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return master.Session{}, fmt.Errorf("start session: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	created, err := scanSession(tx.QueryRow(ctx, `
-		INSERT INTO sessions AS s (guild_id, channel_id, thread_id, owner_id, goal, report_to, dispatched_by, dispatch_depth)
-		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8)
+		INSERT INTO sessions AS s (guild_id, channel_id, thread_id, owner_id, goal, report_to, dispatched_by, dispatch_depth, dispatched_turn)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8, nullif($9, 0))
 		RETURNING `+sessionColumns,
-		sess.GuildID, sess.ChannelID, sess.ThreadID, sess.OwnerID, sess.Goal, sess.ReportTo, sess.DispatchedBy, sess.DispatchDepth))
+		sess.GuildID, sess.ChannelID, sess.ThreadID, sess.OwnerID, sess.Goal, sess.ReportTo, sess.DispatchedBy, sess.DispatchDepth, sess.DispatchedTurn))
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "sessions_active_thread_key" {
@@ -54,12 +54,24 @@ func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []
 	if err := insertRoster(ctx, tx, created.ID, roster); err != nil {
 		return master.Session{}, fmt.Errorf("start session: %w", err)
 	}
+	if err := s.enqueueWebhook(ctx, tx, created.ID, master.WebhookSessionStarted, startedData(created, roster)); err != nil {
+		return master.Session{}, fmt.Errorf("start session: %w", err)
+	}
 	if kickoff != "" {
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO outbox (session_id, kind, channel_id, content, nonce)
 			VALUES ($1, 'kickoff', $2, $3, $4)`,
 			created.ID, created.ThreadID, kickoff, fmt.Sprintf("k%d", created.ID)); err != nil {
 			return master.Session{}, fmt.Errorf("start session: kickoff: %w", err)
+		}
+	}
+	if brief != "" {
+		// The team's first turn: no Discord message, keyed by the session.
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO turns (session_id, message_id, guild_id, channel_id, author_id, content)
+			VALUES ($1, $2, $3, $4, '', $5)`,
+			created.ID, fmt.Sprintf("brief:%d", created.ID), created.GuildID, created.ThreadID, brief); err != nil {
+			return master.Session{}, fmt.Errorf("start session: brief: %w", err)
 		}
 	}
 	if err := notify(ctx, tx, created.ID); err != nil {

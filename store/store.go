@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,6 +23,8 @@ import (
 type Store struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
+
+	webhooks atomic.Bool // see EnableWebhooks
 }
 
 // pingTimeout bounds the connectivity check in Open.

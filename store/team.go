@@ -37,6 +37,9 @@ func (s *Store) TeamView(ctx context.Context, sessionID int64, signals int) (mas
 			return v, err
 		}
 	}
+	if v.Dispatched, err = s.Dispatched(ctx, sessionID); err != nil {
+		return v, err
+	}
 	rows, err := s.pool.Query(ctx, `SELECT id, session_id, coalesce(task_id, 0), kind, payload, created_at FROM (
 		SELECT * FROM signals WHERE session_id = $1 ORDER BY id DESC LIMIT $2) s ORDER BY id`, sessionID, signals)
 	if err != nil {
@@ -147,7 +150,8 @@ func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string, f
 		return fmt.Errorf("dissolve: %w", err)
 	}
 	wake := []int64{sessionID}
-	if _, err := cancelSessionTasks(ctx, tx, sessionID, "the team was dissolved"); err != nil {
+	cancelled, err := cancelSessionTasks(ctx, tx, sessionID, "the team was dissolved")
+	if err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
 	// Reports that reached this team but were never taken up are posted
@@ -161,6 +165,7 @@ func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string, f
 	if err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
+	var finalReport int64
 	for _, content := range pending {
 		for _, part := range master.Split(content, master.MaxMessageLen) {
 			if err := queueNotice(ctx, tx, sessionID, master.OutReport, threadID, part); err != nil {
@@ -173,17 +178,21 @@ func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string, f
 		if err != nil {
 			return fmt.Errorf("dissolve: %w", err)
 		}
-		rep, err := deliverReport(ctx, tx, from, 0, *final)
+		rep, err := s.deliverReport(ctx, tx, from, 0, *final)
 		if err != nil {
 			return fmt.Errorf("dissolve: final report: %w", err)
 		}
 		wake = append(wake, rep.ToSession)
+		finalReport = rep.ID
 	}
 	if _, err := tx.Exec(ctx, `UPDATE turns SET state = 'cancelled', updated_at = now()
 		WHERE session_id = $1 AND state IN ('queued', 'running', 'waiting')`, sessionID); err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
 	if err := queueNotice(ctx, tx, sessionID, master.OutSummary, threadID, summary); err != nil {
+		return fmt.Errorf("dissolve: %w", err)
+	}
+	if err := s.enqueueWebhook(ctx, tx, sessionID, master.WebhookSessionDissolved, dissolvedData(summary, cancelled, finalReport)); err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
 	if err := notify(ctx, tx, wake...); err != nil {

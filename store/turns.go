@@ -220,7 +220,7 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 		parts[i] = int32(i)
 		nonces[i] = outNonce(turn.ID, f.Kind, i)
 	}
-	if turn.ReportID == 0 { // a report's turn has no message to reply to
+	if turn.AuthorID != "" { // a report's or a brief's turn has no message to reply to
 		replyTo[0] = turn.MessageID // only the first part carries the reference
 	}
 	if _, err := tx.Exec(ctx, `
@@ -229,6 +229,9 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 		FROM unnest($5::text[], $6::text[], $7::int[], $8::text[]) AS p(content, reply_to, part, nonce)`,
 		g.SessionID, turn.ID, f.Kind, turn.ChannelID, f.Parts, replyTo, parts, nonces); err != nil {
 		return fmt.Errorf("finish turn: outbox: %w", err)
+	}
+	if err := s.enqueueBlocked(ctx, tx, turn, f.Kind); err != nil {
+		return fmt.Errorf("finish turn: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `UPDATE turns SET state = $2, updated_at = now() WHERE id = $1`, turn.ID, f.State); err != nil {
 		return fmt.Errorf("finish turn: %w", err)

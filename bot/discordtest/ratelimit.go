@@ -30,6 +30,13 @@ func (s *Server) Fail(route Route, n int, status int) {
 	s.inject(route, n, fault{status: status})
 }
 
+// ClearFaults drops the faults and rate limits still pending on route.
+func (s *Server) ClearFaults(route Route) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.faults, route)
+}
+
 func (s *Server) inject(route Route, n int, f fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

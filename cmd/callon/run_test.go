@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -68,7 +70,7 @@ func TestMigrate(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": storetest.EmptyURL(t)}
 	out, _, err := runCmd(t, env, "migrate")
-	if err != nil || !strings.Contains(out, "applied 3 migration") {
+	if err != nil || !strings.Contains(out, "applied 4 migration") {
 		t.Fatalf("first migrate: %q, %v", out, err)
 	}
 	out, _, err = runCmd(t, env, "migrate")
@@ -90,5 +92,25 @@ func TestRunStopsWhenDatabaseIsUnreachable(t *testing.T) {
 	}
 	if strings.Contains(err.Error()+stderr.String(), "hunter2") {
 		t.Errorf("the database password leaked: %v\n%s", err, stderr.String())
+	}
+}
+
+func TestHealthEndpoint(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	w := setup(t, nil, "CALLON_HTTP_ADDR", addr)
+	var resp *http.Response
+	w.dc.WaitFor(t, func() bool {
+		resp, err = http.Get("http://" + addr + "/healthz")
+		return err == nil
+	}, "the health endpoint")
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /healthz = %d, want 200", resp.StatusCode)
 	}
 }

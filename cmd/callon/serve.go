@@ -57,6 +57,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if _, err := st.Migrate(ctx); err != nil {
 		return err
 	}
+	if cfg.Webhook.Enabled() {
+		st.EnableWebhooks(true) // before anything that changes state runs
+	}
 	owner := ownerID()
 	lim := cfg.Limits
 	model := llm.New(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency}, log)
@@ -97,7 +100,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		orch := master.NewOrchestrator(master.Config{
 			Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks,
 			MaxRoles: lim.MaxWorkers, History: lim.History, SessionTokens: lim.SessionTokens,
-			Lease: lim.TaskLease, Wake: wake(),
+			Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
+			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth,
+			MaxActiveSessions: cfg.HandBack.MaxActiveSessions, ReportCap: cfg.HandBack.ReportCap,
+			Channels: b.Channels(), Service: svc,
 		}, st, model, log)
 		out := b.Messenger()
 		disp := master.NewDispatcher(master.DispatcherConfig{Owner: owner, Wake: wake()}, st, out, log)
@@ -106,6 +112,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		g.Go(func() error { return orch.Run(ctx) })
 		g.Go(func() error { return disp.Run(ctx) })
 		g.Go(func() error { return pres.Run(ctx) })
+		if cfg.Webhook.Enabled() {
+			hooks := newWebhookSender(cfg.Webhook, st, wake(), log)
+			g.Go(func() error { return hooks.Run(ctx) })
+		}
 	}
 	if cfg.HTTPAddr != "" {
 		g.Go(func() error { return serveHealth(ctx, cfg.HTTPAddr, st, log) })

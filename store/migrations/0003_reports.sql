@@ -5,6 +5,9 @@
 -- Who dispatched a session, and how deep in a chain of dispatches it is.
 ALTER TABLE sessions
     ADD COLUMN dispatched_by  bigint REFERENCES sessions ON DELETE SET NULL,
+    -- The turn whose master dispatched it: a turn run again after a crash
+    -- finds its team instead of starting another.
+    ADD COLUMN dispatched_turn bigint REFERENCES turns ON DELETE SET NULL,
     ADD COLUMN dispatch_depth integer NOT NULL DEFAULT 0 CHECK (dispatch_depth >= 0);
 
 -- Active teams per guild are capped (CALLON_MAX_ACTIVE_SESSIONS).
@@ -25,6 +28,10 @@ CREATE TABLE reports (
     to_session   bigint      REFERENCES sessions ON DELETE SET NULL, -- injected: the receiving team
     created_at   timestamptz NOT NULL DEFAULT now()
 );
+
+-- One report per turn: a turn the master runs again after a crash cannot
+-- report twice.
+CREATE UNIQUE INDEX reports_from_turn_key ON reports (from_turn) WHERE from_turn IS NOT NULL;
 
 -- The ping-pong cap counts reports between two places per hour.
 CREATE INDEX reports_pair_idx ON reports (from_session, to_channel, created_at);

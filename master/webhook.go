@@ -1,0 +1,230 @@
+package master
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// WebhookEventKind names an event callon tells an outside dispatcher about.
+type WebhookEventKind string
+
+// Webhook events. Each is written in the transaction of the state change
+// it describes, so it is sent for every change and only for those.
+const (
+	WebhookSessionStarted   WebhookEventKind = "session.started"   // a team started
+	WebhookSessionReported  WebhookEventKind = "session.reported"  // a team reported to its report_to channel
+	WebhookSessionBlocked   WebhookEventKind = "session.blocked"   // the master told the user about a blocked task
+	WebhookSessionDissolved WebhookEventKind = "session.dissolved" // a team was dissolved
+)
+
+// WebhookEvent is one event to deliver.
+type WebhookEvent struct {
+	ID        int64
+	SessionID int64
+	Kind      WebhookEventKind
+	// Body is the JSON sent, byte for byte the same on every attempt; it
+	// carries ID so a receiver can recognise a retry.
+	Body []byte
+	// Attempt numbers this delivery, from 1. It is counted when the event
+	// is claimed, so an attempt cut short by a crash still counts.
+	Attempt int
+}
+
+// WebhookResult is how one delivery attempt ended.
+type WebhookResult struct {
+	EventID int64
+	Attempt int    // the attempt it answers; a stale one changes nothing
+	Status  int    // the receiver's HTTP status; 0 when none came
+	Error   string // why it failed; "" when delivered
+	// Delivered: the receiver took it (2xx). Failed: given up, the error
+	// being permanent or the retries spent. Neither: retried after RetryIn.
+	Delivered bool
+	Failed    bool
+	RetryIn   time.Duration
+	// Interrupted: callon stopped during the attempt. The event is due
+	// again at once and the attempt is not counted; no signal is written.
+	Interrupted bool
+}
+
+// WebhookStore is what the webhook sender needs from Postgres.
+type WebhookStore interface {
+	// ClaimWebhooks leases up to n due pending events for lease, counting
+	// an attempt on each.
+	ClaimWebhooks(ctx context.Context, n int, lease time.Duration) ([]WebhookEvent, error)
+	// RecordWebhook records an attempt's outcome with a WEBHOOK signal on
+	// the event's session, in one transaction. ErrStale when the event
+	// was claimed again since, or is no longer pending.
+	RecordWebhook(ctx context.Context, r WebhookResult) error
+}
+
+// Poster sends an event's body to the webhook endpoint. It returns the
+// HTTP status of the response, or an error when none came.
+type Poster interface {
+	Post(ctx context.Context, ev WebhookEvent) (status int, err error)
+}
+
+// WebhookSenderConfig tunes the webhook sender. Zero values take the
+// defaults, except Retries, where 0 means no retry.
+type WebhookSenderConfig struct {
+	Retries   int           // retries after the first attempt
+	Batch     int           // events claimed (and posted in parallel) at once
+	Timeout   time.Duration // one POST
+	Lease     time.Duration // a claim's lease; longer than Timeout
+	Poll      time.Duration // retries come due by time: look this often
+	RetryBase time.Duration // the first retry's delay; it doubles each time
+	RetryMax  time.Duration // the longest delay between attempts
+	Wake      <-chan string // new events come with a wake-up
+}
+
+func (c WebhookSenderConfig) withDefaults() WebhookSenderConfig {
+	c.Retries = max(c.Retries, 0)
+	c.Batch = cmp.Or(c.Batch, 8)
+	c.Timeout = cmp.Or(c.Timeout, 10*time.Second)
+	c.Lease = max(cmp.Or(c.Lease, time.Minute), c.Timeout+10*time.Second)
+	c.Poll = cmp.Or(c.Poll, time.Second)
+	c.RetryBase = cmp.Or(c.RetryBase, time.Second)
+	c.RetryMax = cmp.Or(c.RetryMax, 5*time.Minute)
+	return c
+}
+
+// WebhookSender delivers webhook events from their durable table, in its
+// own loop: a slow or failing receiver delays nothing but its events.
+type WebhookSender struct {
+	cfg   WebhookSenderConfig
+	store WebhookStore
+	post  Poster
+	log   *slog.Logger
+}
+
+// NewWebhookSender returns a sender; Run starts it.
+func NewWebhookSender(cfg WebhookSenderConfig, store WebhookStore, post Poster, logger *slog.Logger) *WebhookSender {
+	return &WebhookSender{cfg: cfg.withDefaults(), store: store, post: post, log: logger.With("component", "webhook")}
+}
+
+// Run delivers due events until ctx ends.
+func (s *WebhookSender) Run(ctx context.Context) error {
+	for {
+		n, err := s.Flush(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			s.log.Warn("claim webhook events", "err", err)
+		}
+		if n == s.cfg.Batch {
+			continue // there may be more
+		}
+		poll := time.NewTimer(jitter(s.cfg.Poll))
+		select {
+		case <-ctx.Done():
+			poll.Stop()
+			return nil
+		case <-s.cfg.Wake:
+		case <-poll.C:
+		}
+		poll.Stop()
+	}
+}
+
+// Flush claims one batch of due events and delivers them in parallel. It
+// returns how many it claimed.
+func (s *WebhookSender) Flush(ctx context.Context) (int, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	evs, err := s.store.ClaimWebhooks(cctx, s.cfg.Batch, s.cfg.Lease)
+	cancel()
+	if err != nil || len(evs) == 0 {
+		return 0, err
+	}
+	var wg sync.WaitGroup
+	for _, ev := range evs {
+		wg.Go(func() { s.deliver(ctx, ev) })
+	}
+	wg.Wait()
+	return len(evs), nil
+}
+
+// deliver makes one attempt at ev and records how it went.
+func (s *WebhookSender) deliver(ctx context.Context, ev WebhookEvent) {
+	r := WebhookResult{EventID: ev.ID, Attempt: ev.Attempt}
+	if ev.Attempt > s.cfg.Retries+1 {
+		// The previous claim's process died while posting the last attempt.
+		r.Failed, r.Error = true, "no attempt left (the last one was interrupted)"
+	} else {
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		status, err := s.post.Post(pctx, ev)
+		cancel()
+		r = s.judge(ev, status, err)
+		if err != nil && ctx.Err() != nil {
+			r = WebhookResult{EventID: ev.ID, Attempt: ev.Attempt, Interrupted: true}
+		}
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err := s.store.RecordWebhook(wctx, r)
+	switch {
+	case errors.Is(err, ErrStale):
+		s.log.Debug("webhook event claimed again meanwhile", "event_id", ev.ID, "attempt", ev.Attempt)
+	case err != nil:
+		s.log.Error("record webhook delivery", "event_id", ev.ID, "err", err)
+	}
+	attrs := []any{"event_id", ev.ID, "event", ev.Kind, "session_id", ev.SessionID, "attempt", ev.Attempt, "status", r.Status}
+	switch {
+	case r.Delivered:
+		s.log.Debug("webhook delivered", attrs...)
+	case r.Interrupted:
+		s.log.Debug("webhook attempt interrupted", attrs...)
+	case r.Failed:
+		s.log.Error("webhook given up", append(attrs, "err", r.Error)...)
+	default:
+		s.log.Warn("webhook attempt failed; retrying", append(attrs, "err", r.Error, "retry_in", r.RetryIn)...)
+	}
+}
+
+// judge turns a POST's outcome into a result: delivered on 2xx; retried
+// after a network error, 408, 429 or 5xx while retries remain; otherwise
+// given up (any other status, redirects included, is the receiver saying
+// no, and asking again would not change its mind).
+func (s *WebhookSender) judge(ev WebhookEvent, status int, err error) WebhookResult {
+	r := WebhookResult{EventID: ev.ID, Attempt: ev.Attempt, Status: status}
+	retryable := true
+	switch {
+	case err != nil:
+		r.Error = err.Error()
+	case status >= 200 && status < 300:
+		r.Delivered = true
+		return r
+	default:
+		r.Error = "HTTP " + strconv.Itoa(status)
+		retryable = RetryableStatus(status)
+	}
+	if !retryable || ev.Attempt > s.cfg.Retries {
+		r.Failed = true
+		return r
+	}
+	r.RetryIn = WebhookBackoff(ev.Attempt, s.cfg.RetryBase, s.cfg.RetryMax)
+	return r
+}
+
+// RetryableStatus reports whether a webhook receiver's answer may change
+// on a later attempt: 408, 429 and 5xx.
+func RetryableStatus(status int) bool {
+	return status == 408 || status == 429 || status >= 500
+}
+
+// WebhookBackoff is the delay after failed attempt n (n >= 1): base·2^(n-1)
+// capped at hi, of which the upper half is random, so receivers that come
+// back are not hit by every retry at once.
+func WebhookBackoff(n int, base, hi time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < hi; i++ {
+		d *= 2
+	}
+	d = min(d, hi)
+	return d/2 + rand.N(d/2+1)
+}
