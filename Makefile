@@ -6,7 +6,8 @@ PKGS ?= ./...
 
 ## test: gofmt check, go vet, and every test with the race detector against a real Postgres.
 test: fmt-check vet
-	DATABASE_URL="$$(./scripts/test-db.sh)" $(GO) test -race -count=1 $(PKGS)
+	@url="$$(./scripts/test-db.sh)" && \
+	DATABASE_URL="$$url" $(GO) test -race -count=1 $(PKGS)
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \

@@ -27,7 +27,7 @@ if reachable "$url"; then
 fi
 
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; then
-	echo "Postgres is not reachable at ${url%%@*}@…; starting the docker compose Postgres" >&2
+	echo "Postgres is not reachable at DATABASE_URL; starting the docker compose Postgres" >&2
 	docker compose up -d --wait postgres >&2
 	echo "$compose_url"
 	exit 0
