@@ -115,12 +115,15 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 		}
 		resp, err := p.llm.Chat(ctx, req)
 		usage = usage.Add(resp.Usage)
-		if ctx.Err() != nil {
-			return master.Outcome{Usage: usage}, ctx.Err()
-		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return master.Outcome{Usage: usage}, ctx.Err()
+			}
 			return failed("model error: "+err.Error(), usage), nil
 		}
+		// An answer that arrived is used even if the task was stopped
+		// meanwhile: a report is not thrown away (a stale one is refused
+		// by the store), and anything else ends at the next step's check.
 		out, replies, bad := p.answer(ctx, r, in, resp, log)
 		if out != nil {
 			out.Usage = usage

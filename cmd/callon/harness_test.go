@@ -26,6 +26,7 @@ type world struct {
 	ai    *llmtest.Server
 	dbURL string
 	env   map[string]string
+	st    *store.Store // opened on first use by db
 
 	stop func() // stops the running process and waits for it
 }
@@ -195,11 +196,7 @@ func (l *testLog) close() {
 // signals returns a thread's session signals as "KIND payload" lines.
 func (w *world) signals(threadID string) []string {
 	w.t.Helper()
-	st, err := store.Open(w.t.Context(), w.dbURL, nil)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer st.Close()
+	st := w.db()
 	var out []string
 	for _, sess := range w.sessions(st, threadID) {
 		sigs, err := st.Signals(w.t.Context(), sess, 0, 1000)
@@ -215,6 +212,20 @@ func (w *world) signals(threadID string) []string {
 		}
 	}
 	return out
+}
+
+// db is a store on the world's database, for assertions.
+func (w *world) db() *store.Store {
+	w.t.Helper()
+	if w.st == nil {
+		st, err := store.Open(w.t.Context(), w.dbURL, nil)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		w.st = st
+		w.t.Cleanup(st.Close)
+	}
+	return w.st
 }
 
 // sessions lists the ids of the sessions a thread has had.

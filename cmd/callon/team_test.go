@@ -427,8 +427,8 @@ func TestRestartAfterDelegationRepliesOnce(t *testing.T) {
 	thread := w.team("Survive restarts")
 	msg := w.say(thread, "go")
 	w.dc.WaitFor(t, func() bool {
-		return len(workerRequests(w.ai.Requests(), "researcher")) == 1 && len(workerRequests(w.ai.Requests(), "writer")) == 1
-	}, "both workers to start")
+		return len(workerRequests(w.ai.Requests(), "researcher")) == 1 && hasSignal(w.signals(thread), "TASK_COMPLETE", `"state":"done"`)
+	}, "the researcher to start and the writer to finish")
 	w.restart()
 	if got := w.waitReply(thread, msg); got != "Merged: RES-A, RES-B" {
 		t.Errorf("reply = %q, want every result", got)
