@@ -118,7 +118,10 @@ func answerWaitingTurn(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, 
 	if _, err := resumeTasks(ctx, tx, waiting, nil, answer); err != nil {
 		return false, err
 	}
+	// The waiting turn runs again, so its status message shows it at work
+	// until it settles once more.
 	if _, err := tx.Exec(ctx, `UPDATE turns SET state = CASE WHEN id = $1 THEN 'running' ELSE 'done' END,
+		status_settled_at = CASE WHEN id = $1 THEN NULL ELSE status_settled_at END,
 		updated_at = now() WHERE id IN ($1, $2)`, waiting, turnID); err != nil {
 		return false, err
 	}
