@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -119,7 +118,7 @@ func (o *Orchestrator) pending(ctx context.Context) ([]int64, error) {
 
 // wait returns on a wake-up, a finished step, or the jittered poll.
 func (o *Orchestrator) wait(ctx context.Context) error {
-	poll := time.NewTimer(jitter(o.cfg.Poll))
+	poll := time.NewTimer(Jitter(o.cfg.Poll))
 	defer poll.Stop()
 	select {
 	case <-ctx.Done():
@@ -372,8 +371,3 @@ func (o *Orchestrator) finish(ctx context.Context, g Guard, kind OutKind, state 
 
 // maxReplyParts bounds how many messages one reply may become.
 const maxReplyParts = 10
-
-// jitter spreads d by ±20% so processes do not poll in lockstep.
-func jitter(d time.Duration) time.Duration {
-	return d - d/5 + time.Duration(rand.Int64N(int64(d)*2/5+1))
-}

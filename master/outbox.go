@@ -50,7 +50,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if n == d.cfg.Batch {
 			continue // there may be more
 		}
-		poll := time.NewTimer(jitter(d.cfg.Poll))
+		poll := time.NewTimer(Jitter(d.cfg.Poll))
 		select {
 		case <-ctx.Done():
 			poll.Stop()

@@ -116,7 +116,7 @@ func parseReportBack(args string) (string, error) {
 	var a struct {
 		Summary *string `json:"summary"`
 	}
-	if err := strictUnmarshal(args, &a); err != nil {
+	if err := DecodeArgs(args, &a); err != nil {
 		return "", err
 	}
 	if a.Summary == nil || strings.TrimSpace(*a.Summary) == "" {
@@ -130,7 +130,7 @@ func parseDispatch(args string) (channel, goal string, err error) {
 		Channel *string `json:"channel"`
 		Goal    *string `json:"goal"`
 	}
-	if err := strictUnmarshal(args, &a); err != nil {
+	if err := DecodeArgs(args, &a); err != nil {
 		return "", "", err
 	}
 	if a.Channel == nil || strings.TrimSpace(*a.Channel) == "" {

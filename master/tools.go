@@ -170,7 +170,7 @@ func parseDecision(call ToolCall, e decisionEnv) (decision, error) {
 		var a struct {
 			Text *string `json:"text"`
 		}
-		if err := strictUnmarshal(call.Arguments, &a); err != nil {
+		if err := DecodeArgs(call.Arguments, &a); err != nil {
 			return d, err
 		}
 		if a.Text == nil || strings.TrimSpace(*a.Text) == "" {
@@ -181,7 +181,7 @@ func parseDecision(call ToolCall, e decisionEnv) (decision, error) {
 		var a struct {
 			Question *string `json:"question"`
 		}
-		if err := strictUnmarshal(call.Arguments, &a); err != nil {
+		if err := DecodeArgs(call.Arguments, &a); err != nil {
 			return d, err
 		}
 		if a.Question == nil || strings.TrimSpace(*a.Question) == "" {
@@ -196,7 +196,7 @@ func parseDecision(call ToolCall, e decisionEnv) (decision, error) {
 				DependsOn   []int  `json:"depends_on"`
 			} `json:"tasks"`
 		}
-		if err := strictUnmarshal(call.Arguments, &a); err != nil {
+		if err := DecodeArgs(call.Arguments, &a); err != nil {
 			return d, err
 		}
 		if len(a.Tasks) == 0 {
@@ -235,7 +235,7 @@ func parseDecision(call ToolCall, e decisionEnv) (decision, error) {
 			} `json:"roles"`
 			Reason string `json:"reason"`
 		}
-		if err := strictUnmarshal(call.Arguments, &a); err != nil {
+		if err := DecodeArgs(call.Arguments, &a); err != nil {
 			return d, err
 		}
 		for _, r := range a.Roles {
@@ -266,7 +266,7 @@ func parseDecision(call ToolCall, e decisionEnv) (decision, error) {
 			Task   *int    `json:"task"`
 			Answer *string `json:"answer"`
 		}
-		if err := strictUnmarshal(call.Arguments, &a); err != nil {
+		if err := DecodeArgs(call.Arguments, &a); err != nil {
 			return d, err
 		}
 		waiting := e.waiting()
@@ -281,23 +281,6 @@ func parseDecision(call ToolCall, e decisionEnv) (decision, error) {
 		return d, fmt.Errorf("there is no tool %q; use one of: reply, delegate, ask_user, replan", call.Name)
 	}
 	return d, nil
-}
-
-// strictUnmarshal decodes tool arguments, rejecting unknown fields so the
-// model learns the shape instead of having its intent silently dropped.
-func strictUnmarshal(args string, v any) error {
-	if strings.TrimSpace(args) == "" {
-		args = "{}"
-	}
-	dec := json.NewDecoder(strings.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("arguments are not valid JSON for this tool: %v", err)
-	}
-	if dec.More() {
-		return fmt.Errorf("arguments hold more than one JSON value")
-	}
-	return nil
 }
 
 // replanTool is the replan tool: the roles listed become the roster.

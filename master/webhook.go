@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -120,7 +119,7 @@ func (s *WebhookSender) Run(ctx context.Context) error {
 		if n == s.cfg.Batch {
 			continue // there may be more
 		}
-		poll := time.NewTimer(jitter(s.cfg.Poll))
+		poll := time.NewTimer(Jitter(s.cfg.Poll))
 		select {
 		case <-ctx.Done():
 			poll.Stop()
@@ -207,7 +206,7 @@ func (s *WebhookSender) judge(ev WebhookEvent, status int, err error) WebhookRes
 		r.Failed = true
 		return r
 	}
-	r.RetryIn = WebhookBackoff(ev.Attempt, s.cfg.RetryBase, s.cfg.RetryMax)
+	r.RetryIn = Backoff(ev.Attempt, s.cfg.RetryBase, s.cfg.RetryMax)
 	return r
 }
 
@@ -215,16 +214,4 @@ func (s *WebhookSender) judge(ev WebhookEvent, status int, err error) WebhookRes
 // on a later attempt: 408, 429 and 5xx.
 func RetryableStatus(status int) bool {
 	return status == 408 || status == 429 || status >= 500
-}
-
-// WebhookBackoff is the delay after failed attempt n (n >= 1): base·2^(n-1)
-// capped at hi, of which the upper half is random, so receivers that come
-// back are not hit by every retry at once.
-func WebhookBackoff(n int, base, hi time.Duration) time.Duration {
-	d := base
-	for i := 1; i < n && d < hi; i++ {
-		d *= 2
-	}
-	d = min(d, hi)
-	return d/2 + rand.N(d/2+1)
 }

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/callonbot/callon/master"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -174,7 +174,7 @@ func (l *Listener) Run(ctx context.Context) error {
 			l.logger.Debug("listener reconnect failed", "err", err, "failures", failures)
 		}
 		failures++
-		t := time.NewTimer(backoff(failures, l.minBackoff, l.maxBackoff))
+		t := time.NewTimer(master.Backoff(failures, l.minBackoff, l.maxBackoff))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -230,24 +230,13 @@ func (l *Listener) listen(ctx context.Context, connected func()) error {
 	}
 }
 
-// backoff is the delay before reconnect attempt n (n >= 1): exponential
-// from lo, capped at hi, with the upper half jittered.
-func backoff(n int, lo, hi time.Duration) time.Duration {
-	d := lo
-	for i := 1; i < n && d < hi; i++ {
-		d *= 2
-	}
-	d = min(d, hi)
-	return d/2 + rand.N(d/2+1)
-}
-
 // Wait blocks until a wake arrives on wake, poll (±20%) passes, or ctx is
 // done. It returns the wake's payload, "" after a poll interval, or ctx's
 // error. Consumers loop on it and re-check their work either way, so
 // nothing waits forever on a lost notification. A nil or closed wake
 // channel leaves only the poll.
 func Wait(ctx context.Context, wake <-chan string, poll time.Duration) (string, error) {
-	t := time.NewTimer(jitter(poll))
+	t := time.NewTimer(master.Jitter(poll))
 	defer t.Stop()
 	for {
 		select {
@@ -263,13 +252,4 @@ func Wait(ctx context.Context, wake <-chan string, poll time.Duration) (string, 
 			return "", nil
 		}
 	}
-}
-
-// jitter returns d ± 20%, so pollers started together drift apart.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	spread := d * 2 / 5
-	return d - d/5 + rand.N(spread+1)
 }

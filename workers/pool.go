@@ -12,7 +12,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	mrand "math/rand/v2"
 	"os"
 	"strconv"
 	"sync"
@@ -225,9 +224,9 @@ func (p *Pool) Run(ctx context.Context) error {
 
 		// Any wake ends a backoff early: after an outage, the listener's
 		// reconnection wake is the first sign that Postgres is back.
-		delay := jitter(p.cfg.Poll)
+		delay := master.Jitter(p.cfg.Poll)
 		if failures > 0 {
-			delay = backoff(failures, p.cfg.Poll, maxBackoff)
+			delay = master.Backoff(failures, p.cfg.Poll, maxBackoff)
 		}
 		timer := time.NewTimer(delay)
 		claim = true
@@ -357,26 +356,6 @@ func (p *Pool) sweep(ctx context.Context) {
 			p.logger.Info("swept expired tasks", "requeued", requeued, "failed", failed)
 		}
 	}
-}
-
-// jitter returns d ± 20%, so pollers started together drift apart.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	spread := d * 2 / 5
-	return d - d/5 + mrand.N(spread+1)
-}
-
-// backoff is the wait after n (≥ 1) failures in a row: exponential from
-// lo, capped at hi, the upper half jittered.
-func backoff(n int, lo, hi time.Duration) time.Duration {
-	d := lo
-	for i := 1; i < n && d < hi; i++ {
-		d *= 2
-	}
-	d = min(d, hi)
-	return d/2 + mrand.N(d/2+1)
 }
 
 // taskLogger is the pool's logger with one task's fields.

@@ -110,7 +110,7 @@ func parseHandoff(args string, team []master.Role) (master.Outcome, error) {
 		Instruction *string `json:"instruction"`
 		Result      *string `json:"result"`
 	}
-	if err := decodeArgs(args, &a); err != nil {
+	if err := master.DecodeArgs(args, &a); err != nil {
 		return master.Outcome{}, err
 	}
 	if a.Role == nil || !slices.ContainsFunc(team, func(r master.Role) bool { return r.Name == *a.Role }) {
@@ -143,7 +143,7 @@ func parseReport(args string) (report, error) {
 		Result   *string `json:"result"`
 		Question *string `json:"question"`
 	}
-	if err := decodeArgs(args, &a); err != nil {
+	if err := master.DecodeArgs(args, &a); err != nil {
 		return report{}, err
 	}
 	if a.Status == nil {
@@ -186,7 +186,7 @@ func parseProgress(args string) (progress, error) {
 		Percent *int    `json:"percent"`
 		Note    *string `json:"note"`
 	}
-	if err := decodeArgs(args, &a); err != nil {
+	if err := master.DecodeArgs(args, &a); err != nil {
 		return progress{}, err
 	}
 	switch {
@@ -199,21 +199,4 @@ func parseProgress(args string) (progress, error) {
 	}
 	note := master.Truncate(strings.Join(strings.Fields(*a.Note), " "), maxNoteChars)
 	return progress{percent: *a.Percent, note: note}, nil
-}
-
-// decodeArgs decodes tool arguments strictly: unknown fields are refused
-// so the model learns the shape instead of having its intent dropped.
-func decodeArgs(args string, v any) error {
-	if strings.TrimSpace(args) == "" {
-		args = "{}"
-	}
-	dec := json.NewDecoder(strings.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("arguments are not valid JSON for this tool: %v", err)
-	}
-	if rest := strings.TrimSpace(args[dec.InputOffset():]); rest != "" {
-		return fmt.Errorf("arguments have text after the JSON object: %q", master.Truncate(rest, 40))
-	}
-	return nil
 }
