@@ -322,21 +322,11 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) erro
 				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: o.dispatch(ctx, tc.session, g.TurnID, d.channel, d.goal)})
 				acted = true
 			case ToolReplan:
-				var catalog []Role
-				if o.cfg.Catalog != nil {
-					if catalog, err = o.cfg.Catalog(ctx, tc.session.GuildID, tc.session.ChannelID); err != nil {
-						return fmt.Errorf("channel roles: %w", err)
-					}
-				}
-				roster := MergeRoster(tc.roster, d.roles, catalog)
-				removed, err := o.store.Replan(ctx, g, roster, usage)
+				roster, err := o.replan(ctx, g, tc.session, tc.roster, d, usage)
 				if err != nil {
-					return fmt.Errorf("replan: %w", err)
+					return err
 				}
-				usage = Usage{}
-				tc.roster = roster
-				acted = true
-				log.Info("replanned", "roles", RoleNames(roster), "removed", removed, "reason", d.reason)
+				usage, tc.roster, acted = Usage{}, roster, true
 				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: "The team is now: " + strings.Join(RoleNames(roster), ", ") + ". Continue."})
 			}
 		}
@@ -351,6 +341,26 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) erro
 			return o.finish(ctx, g, OutReply, TurnDone, "Sorry, I got confused working out how to handle that. Could you rephrase or try again?", usage)
 		}
 	}
+}
+
+// replan applies a replan decision within a turn and returns the roster.
+// A role it adds under a name the channel configures takes that role's
+// prompt and model.
+func (o *Orchestrator) replan(ctx context.Context, g Guard, s Session, old []Role, d decision, usage Usage) ([]Role, error) {
+	var catalog []Role
+	if o.cfg.Catalog != nil {
+		var err error
+		if catalog, err = o.cfg.Catalog(ctx, s.GuildID, s.ChannelID); err != nil {
+			return nil, fmt.Errorf("channel roles: %w", err)
+		}
+	}
+	roster := MergeRoster(old, d.roles, catalog)
+	removed, err := o.store.Replan(ctx, g, roster, usage)
+	if err != nil {
+		return nil, fmt.Errorf("replan: %w", err)
+	}
+	o.log.Info("replanned", "session_id", g.SessionID, "roles", RoleNames(roster), "removed", removed, "reason", d.reason)
+	return roster, nil
 }
 
 // finish posts the turn's one reply (or question) through the outbox.
