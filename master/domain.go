@@ -46,8 +46,7 @@ type Session struct {
 	DispatchedBy   int64
 	DispatchedTurn int64 // the dispatching turn
 	DispatchDepth  int
-	Summary        string // running summary of older exchanges
-	Usage          Usage  // tokens used by the session so far
+	Usage          Usage // tokens used by the session so far
 	CreatedAt      time.Time
 	EndedAt        time.Time // zero while active
 }

@@ -19,6 +19,10 @@ type PresenterConfig struct {
 	Now         func() time.Time
 }
 
+// settleAnyway is how long a status message waits for a reply that may
+// never be delivered before it settles anyway.
+const settleAnyway = 10 * time.Minute
+
 // Presenter shows the team at work: the typing indicator while a turn
 // runs, and one status message per turn listing its subtasks by role,
 // state, progress and elapsed time (never their results), settled when the
@@ -95,8 +99,11 @@ func (p *Presenter) show(ctx context.Context, ts TurnStatus) {
 	log := p.log.With("turn_id", id)
 
 	if ts.Turn.State != TurnRunning {
-		if ts.Turn.StatusMessageID == "" || (ts.Turn.State == TurnDone && ts.RepliedAt.IsZero()) {
-			return // settled once the reply is out
+		// Settled once the reply (or question) is out, or, if it never
+		// goes out, once the turn has been over for a while.
+		answered := ts.Turn.State == TurnCancelled || !ts.RepliedAt.IsZero() || now.Sub(ts.Turn.UpdatedAt) > settleAnyway
+		if ts.Turn.StatusMessageID == "" || !answered {
+			return
 		}
 		// A message that cannot be edited any more (its thread archived
 		// or deleted) counts as settled too.
@@ -176,7 +183,8 @@ func SettledStatus(ts TurnStatus) string {
 	team := fmt.Sprintf("%d %s by %s", len(ts.Tasks), plural(len(ts.Tasks), "task", "tasks"), strings.Join(roles, ", "))
 	switch ts.Turn.State {
 	case TurnDone:
-		return Truncate(fmt.Sprintf("✅ Done in %s · %s", Elapsed(ts.RepliedAt.Sub(ts.StartedAt)), team), MaxMessageLen)
+		end := cmp.Or(ts.RepliedAt, ts.Turn.UpdatedAt)
+		return Truncate(fmt.Sprintf("✅ Done in %s · %s", Elapsed(end.Sub(ts.StartedAt)), team), MaxMessageLen)
 	case TurnWaiting:
 		return Truncate("❓ Waiting for your answer · "+team, MaxMessageLen)
 	default:

@@ -13,14 +13,14 @@ import (
 )
 
 const sessionColumns = `s.id, s.guild_id, s.channel_id, s.thread_id, s.owner_id, s.goal, s.state,
-	coalesce(s.report_to, ''), coalesce(s.dispatched_by, 0), s.dispatch_depth, s.summary,
+	coalesce(s.report_to, ''), coalesce(s.dispatched_by, 0), s.dispatch_depth,
 	s.prompt_tokens, s.completion_tokens, s.created_at, s.ended_at`
 
 func scanSession(row pgx.Row) (master.Session, error) {
 	var s master.Session
 	var ended *time.Time
 	err := row.Scan(&s.ID, &s.GuildID, &s.ChannelID, &s.ThreadID, &s.OwnerID, &s.Goal, &s.State,
-		&s.ReportTo, &s.DispatchedBy, &s.DispatchDepth, &s.Summary, &s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.CreatedAt, &ended)
+		&s.ReportTo, &s.DispatchedBy, &s.DispatchDepth, &s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.CreatedAt, &ended)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Session{}, master.ErrNotFound
 	}

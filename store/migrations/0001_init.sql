@@ -17,7 +17,6 @@ CREATE TABLE sessions (
     state              text        NOT NULL DEFAULT 'active'
                                    CHECK (state IN ('active', 'dissolved')),
     report_to          text        CHECK (report_to <> ''), -- NULL, not '', means none
-    summary            text        NOT NULL DEFAULT '',
     prompt_tokens      bigint      NOT NULL DEFAULT 0 CHECK (prompt_tokens >= 0),
     completion_tokens  bigint      NOT NULL DEFAULT 0 CHECK (completion_tokens >= 0),
     -- Lease on running this session's master: only the process named in
