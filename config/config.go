@@ -33,6 +33,9 @@ const (
 	DefaultSessionTokens   = 2_000_000
 	DefaultHistoryMessages = 12
 	DefaultMaxPrompt       = 4000
+	DefaultLLMRetries      = 4
+	DefaultMasterRetries   = 3
+	DefaultMasterRetry     = 30 * time.Second
 )
 
 // Config is everything callon reads from its environment.
@@ -80,6 +83,9 @@ type Limits struct {
 	SessionTokens  int64         // CALLON_MAX_SESSION_TOKENS: 0 means unlimited
 	History        int           // CALLON_HISTORY: recent messages the master sees verbatim
 	MaxPrompt      int           // CALLON_MAX_PROMPT: characters of a role's prompt
+	LLMRetries     int           // CALLON_LLM_RETRIES: retries of one model call (429, 5xx)
+	MasterRetries  int           // CALLON_MASTER_RETRIES: later retries of a master decision whose model call failed
+	MasterRetry    time.Duration // CALLON_MASTER_RETRY_DELAY: the first of those waits, doubling
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).
@@ -113,6 +119,9 @@ func Load(getenv func(string) string) Config {
 			SessionTokens:  int64(p.int("CALLON_MAX_SESSION_TOKENS", DefaultSessionTokens, 0, 1<<31-1)),
 			History:        p.int("CALLON_HISTORY", DefaultHistoryMessages, 2, 200),
 			MaxPrompt:      p.int("CALLON_MAX_PROMPT", DefaultMaxPrompt, 100, 32000),
+			LLMRetries:     p.int("CALLON_LLM_RETRIES", DefaultLLMRetries, 0, 10),
+			MasterRetries:  p.int("CALLON_MASTER_RETRIES", DefaultMasterRetries, 0, 10),
+			MasterRetry:    p.duration("CALLON_MASTER_RETRY_DELAY", DefaultMasterRetry, 100*time.Millisecond, time.Hour),
 		},
 	}
 	c.Models = p.models("CALLON_MODELS", c.WorkerModel, c.MasterModel)
@@ -172,7 +181,8 @@ func (c Config) String() string {
 		RedactURL(c.DatabaseURL), redact(c.OpenAIKey), c.OpenAIBaseURL, c.MasterModel, c.WorkerModel,
 		c.RolesFile, c.HTTPAddr, c.LogLevel, c.LogFormat, l.MaxWorkers, l.MaxRounds, l.MaxTasks,
 		l.TaskTimeout, l.TaskLease, l.SweepInterval, l.MaxAttempts, l.WorkerSlots, l.LLMConcurrency,
-		l.SessionTokens, l.History, strings.Join(c.Models, ","), l.MaxPrompt) + " " + c.HandBack.String() + " " + c.Webhook.String()
+		l.SessionTokens, l.History, strings.Join(c.Models, ","), l.MaxPrompt) + fmt.Sprintf(" llm_retries=%d master_retries=%d master_retry_delay=%s", l.LLMRetries, l.MasterRetries, l.MasterRetry) +
+		" " + c.HandBack.String() + " " + c.Webhook.String()
 }
 
 // LogValue keeps secrets out of structured logs too.

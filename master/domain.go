@@ -92,7 +92,12 @@ type Turn struct {
 	// ReplyMessageID is the Discord id of the reply's first part, once sent.
 	ReplyMessageID string
 	// ReportID is set on a turn started by another team's report.
-	ReportID  int64
+	ReportID int64
+	// MasterFailures counts the master's decisions on this turn that
+	// failed because the model could not be reached.
+	MasterFailures int
+	// NotBefore puts the turn's next decision off until then.
+	NotBefore time.Time
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

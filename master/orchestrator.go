@@ -22,8 +22,13 @@ type Config struct {
 	SessionTokens int64  // per-session token budget; 0 means none
 	Lease         time.Duration
 	Poll          time.Duration // fallback poll when no wake-up comes
-	Concurrency   int           // sessions stepped at once
-	Wake          <-chan string // hints from the store's listener
+	// A decision whose model call fails (after the llm package's own
+	// retries) is retried up to Retries times, RetryDelay apart and
+	// doubling, before the turn ends with an apology.
+	Retries     int
+	RetryDelay  time.Duration
+	Concurrency int           // sessions stepped at once
+	Wake        <-chan string // hints from the store's listener
 
 	// Hand-back across channels.
 	Dispatch          bool     // offer the dispatch tool
@@ -46,6 +51,7 @@ func (c Config) withDefaults() Config {
 	c.Lease = cmp.Or(c.Lease, 30*time.Second)
 	c.Poll = cmp.Or(c.Poll, 2*time.Second)
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
+	c.RetryDelay = cmp.Or(c.RetryDelay, 30*time.Second)
 	c.DispatchDepth = cmp.Or(c.DispatchDepth, 1)
 	c.MaxActiveSessions = cmp.Or(c.MaxActiveSessions, 20)
 	c.ReportCap = cmp.Or(c.ReportCap, 10)
@@ -219,6 +225,9 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (bool, erro
 	if err != nil {
 		return false, fmt.Errorf("open turn: %w", err)
 	}
+	if time.Now().Before(turn.NotBefore) {
+		return false, nil // a failed decision waits for its retry
+	}
 	tasks, err := o.store.TurnTasks(ctx, turn.ID)
 	if err != nil {
 		return false, fmt.Errorf("turn tasks: %w", err)
@@ -276,8 +285,16 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) erro
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			log.Error("master model call failed", "err", err)
-			return o.finish(ctx, g, OutReply, TurnDone, "Sorry, I could not reach the team's language model just now, so I have no answer yet. Please send your message again in a moment.", usage)
+			if n := tc.turn.MasterFailures; n < o.cfg.Retries {
+				wait := Backoff(n+1, o.cfg.RetryDelay, 10*time.Minute)
+				log.Warn("master model call failed; retrying the decision later", "failures", n+1, "retry_in", wait, "err", err)
+				if err := o.store.AddUsage(ctx, g.SessionID, usage); err != nil {
+					return err
+				}
+				return o.store.DeferTurn(ctx, g, wait)
+			}
+			log.Error("master model call failed; giving up on the turn", "err", err)
+			return o.finish(ctx, g, OutReply, TurnDone, "Sorry, I could not reach the team's language model, so I have no answer. Please send your message again a little later.", usage)
 		}
 		usage = usage.Add(resp.Usage)
 		if len(resp.ToolCalls) == 0 {

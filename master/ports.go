@@ -48,6 +48,9 @@ type Store interface {
 	// Finish ends the guarded turn: it writes the outbox parts and moves
 	// the turn to state (done, or waiting for a question).
 	Finish(ctx context.Context, g Guard, f Finish) error
+	// DeferTurn puts off the guarded turn's next decision by retryIn and
+	// counts a failure of the master's model.
+	DeferTurn(ctx context.Context, g Guard, retryIn time.Duration) error
 	// Delegate enqueues a round of tasks and advances the turn's round.
 	Delegate(ctx context.Context, g Guard, tasks []NewTask, usage Usage) ([]int64, error)
 	// ResumeTask answers a need_info task of the guarded turn's round; it

@@ -28,10 +28,10 @@ func (s *Store) ActiveTurns(ctx context.Context) ([]master.TurnStatus, error) {
 	}
 	turns, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.TurnStatus, error) {
 		var ts master.TurnStatus
-		var replied *time.Time
+		var replied, notBefore *time.Time
 		t := &ts.Turn
 		err := r.Scan(&t.ID, &t.SessionID, &t.MessageID, &t.GuildID, &t.ChannelID, &t.AuthorID, &t.Content,
-			&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt, &t.ReportID, &ts.ThreadID, &replied)
+			&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt, &t.ReportID, &t.MasterFailures, &notBefore, &ts.ThreadID, &replied)
 		ts.StartedAt = t.CreatedAt
 		if replied != nil {
 			ts.RepliedAt = *replied

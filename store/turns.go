@@ -14,14 +14,18 @@ import (
 
 const turnColumns = `u.id, u.session_id, u.message_id, u.guild_id, u.channel_id, u.author_id, u.content,
 	u.state, u.round, coalesce(u.status_message_id, ''), coalesce(u.reply_message_id, ''), u.created_at, u.updated_at,
-	coalesce(u.report_id, 0)`
+	coalesce(u.report_id, 0), u.master_failures, u.not_before`
 
 func scanTurn(row pgx.Row) (master.Turn, error) {
 	var t master.Turn
+	var notBefore *time.Time
 	err := row.Scan(&t.ID, &t.SessionID, &t.MessageID, &t.GuildID, &t.ChannelID, &t.AuthorID, &t.Content,
-		&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt, &t.ReportID)
+		&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt, &t.ReportID, &t.MasterFailures, &notBefore)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Turn{}, master.ErrNotFound
+	}
+	if notBefore != nil {
+		t.NotBefore = *notBefore
 	}
 	return t, err
 }
@@ -90,6 +94,7 @@ func (s *Store) PendingSessions(ctx context.Context, owner string) ([]int64, err
 		                  WHERE e.session_id = u.session_id AND e.state IN ('queued', 'running') AND e.id < u.id)
 		  AND NOT EXISTS (SELECT 1 FROM tasks k
 		                  WHERE k.turn_id = u.id AND k.round = u.round AND k.state IN ('queued', 'running'))
+		  AND (u.not_before IS NULL OR u.not_before <= now())
 		ORDER BY u.id`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("pending sessions: %w", err)
@@ -346,4 +351,25 @@ func replaceRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mas
 		}
 	}
 	return removed, nil
+}
+
+// DeferTurn puts off the guarded turn's next master decision by retryIn,
+// counting a failure: the model could not be reached.
+func (s *Store) DeferTurn(ctx context.Context, g master.Guard, retryIn time.Duration) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("defer turn: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := checkGuard(ctx, tx, g); err != nil {
+		return fmt.Errorf("defer turn: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE turns SET master_failures = master_failures + 1,
+		not_before = now() + $2::interval, updated_at = now() WHERE id = $1`, g.TurnID, retryIn); err != nil {
+		return fmt.Errorf("defer turn: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("defer turn: %w", err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +63,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	}
 	owner := ownerID()
 	lim := cfg.Limits
-	model := llm.New(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency}, log)
+	model := llm.New(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
+		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, log) // llm reads 0 as its default and a negative as none
 	listener := st.NewListener()
 
 	g, ctx := errgroup.WithContext(ctx)
@@ -101,6 +103,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks,
 			MaxRoles: lim.MaxWorkers, History: lim.History, SessionTokens: lim.SessionTokens,
 			Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
+			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry,
 			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth,
 			MaxActiveSessions: cfg.HandBack.MaxActiveSessions, ReportCap: cfg.HandBack.ReportCap,
 			Channels: b.Channels(), Service: svc,

@@ -571,3 +571,29 @@ func TestSessionTokenBudget(t *testing.T) {
 		t.Error("the master was not told why it must reply")
 	}
 }
+
+func TestMasterModelOutageIsRetriedLater(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Seq(
+		llmtest.ServerError(), llmtest.ServerError(), reply("Back online.")))),
+		"CALLON_LLM_RETRIES", "0", "CALLON_MASTER_RETRY_DELAY", "100ms")
+	thread := w.team("Outage")
+	msg := w.say(thread, "hello?")
+	if got := w.waitReply(thread, msg); got != "Back online." {
+		t.Errorf("reply = %q, want the answer once the model is back", got)
+	}
+	if n := len(w.ai.Requests()); n != 3 {
+		t.Errorf("got %d model calls, want 3 (two failures, then the answer)", n)
+	}
+}
+
+func TestMasterGivesUpAfterItsRetries(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Seq(llmtest.ServerError(), llmtest.ServerError()))),
+		"CALLON_LLM_RETRIES", "0", "CALLON_MASTER_RETRIES", "1", "CALLON_MASTER_RETRY_DELAY", "100ms")
+	thread := w.team("Outage")
+	msg := w.say(thread, "hello?")
+	if got := w.waitReply(thread, msg); !strings.Contains(got, "could not reach the team's language model") {
+		t.Errorf("reply = %q, want a polite apology", got)
+	}
+}
