@@ -35,7 +35,13 @@ type world struct {
 // overrides variables.
 func setup(t *testing.T, script llmtest.Script, env ...string) *world {
 	t.Helper()
-	w := &world{t: t, dc: discordtest.New(t), ai: llmtest.New(t, script), dbURL: storetest.URL(t)}
+	return setupWith(t, discordtest.New(t), script, env...)
+}
+
+// setupWith is setup with a fake Discord the test made itself.
+func setupWith(t *testing.T, dc *discordtest.Server, script llmtest.Script, env ...string) *world {
+	t.Helper()
+	w := &world{t: t, dc: dc, ai: llmtest.New(t, script), dbURL: storetest.URL(t)}
 	w.env = map[string]string{
 		"DISCORD_TOKEN":         w.dc.Token(),
 		"DISCORD_API_URL":       w.dc.URL(),
@@ -80,7 +86,8 @@ func (w *world) start() {
 	}
 	w.t.Cleanup(w.stop)
 	w.dc.WaitConnected(w.t)
-	w.dc.WaitFor(w.t, func() bool { return len(w.dc.Commands("")) == 5 }, "the five slash commands registered globally")
+	// Commands go to DISCORD_GUILD_ID when it is set, else globally.
+	w.dc.WaitFor(w.t, func() bool { return len(w.dc.Commands(w.env["DISCORD_GUILD_ID"])) == 5 }, "the five slash commands registered")
 }
 
 // restart stops the process and starts a new one on the same database.

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/callonbot/callon/bot/discordtest"
 	"github.com/callonbot/callon/store/storetest"
 )
 
@@ -112,5 +115,19 @@ func TestHealthEndpoint(t *testing.T) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /healthz = %d, want 200", resp.StatusCode)
+	}
+}
+
+func TestCommandsRegisteredInTheDevelopmentGuild(t *testing.T) {
+	t.Parallel()
+	dc := discordtest.New(t)
+	w := setupWith(t, dc, nil, "DISCORD_GUILD_ID", dc.GuildID())
+	if n := len(w.dc.Commands("")); n != 0 {
+		t.Errorf("%d global commands registered, want none with DISCORD_GUILD_ID set", n)
+	}
+	for _, c := range w.dc.Commands(dc.GuildID()) {
+		if c.Contexts == nil || len(*c.Contexts) != 1 || (*c.Contexts)[0] != discordgo.InteractionContextGuild {
+			t.Errorf("/%s contexts = %v, want guild only", c.Name, c.Contexts)
+		}
 	}
 }
