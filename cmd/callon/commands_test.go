@@ -9,6 +9,21 @@ import (
 	"github.com/callonbot/callon/llm/llmtest"
 )
 
+// embedText is everything an answer's embeds say, for assertions.
+func embedText(r discordtest.Response) string {
+	var b strings.Builder
+	for _, e := range r.Embeds {
+		b.WriteString(e.Title + "\n" + e.Description + "\n")
+		for _, f := range e.Fields {
+			b.WriteString(f.Name + "\n" + f.Value + "\n")
+		}
+		if e.Footer != nil {
+			b.WriteString(e.Footer.Text + "\n")
+		}
+	}
+	return b.String()
+}
+
 // command runs a slash command in a channel and returns its final answer.
 func (w *world) command(channelID, userID string, perms int64, name string, opts ...discordtest.CommandOption) discordtest.Response {
 	w.t.Helper()
@@ -36,15 +51,10 @@ func TestTeamCommand(t *testing.T) {
 	if !r.Ephemeral || len(r.Embeds) != 1 {
 		t.Fatalf("/team: %+v, want one ephemeral embed", r)
 	}
-	e := r.Embeds[0]
-	var text strings.Builder
-	text.WriteString(e.Title + e.Description + e.Footer.Text)
-	for _, f := range e.Fields {
-		text.WriteString(f.Name + f.Value)
-	}
+	text := embedText(r)
 	for _, want := range []string{"Ship it", "researcher", "gpt-4o-mini", "idle", "Tokens used"} {
-		if !strings.Contains(text.String(), want) {
-			t.Errorf("/team lacks %q:\n%s", want, text.String())
+		if !strings.Contains(text, want) {
+			t.Errorf("/team lacks %q:\n%s", want, text)
 		}
 	}
 }

@@ -60,6 +60,9 @@ func TestReportToAPlainChannel(t *testing.T) {
 	if !hasSignal(w.signals(thread), "REPORT", `"delivery":"posted"`) {
 		t.Error("no REPORT signal")
 	}
+	if text := embedText(w.command(thread, w.dc.UserID(), 0, "team")); !strings.Contains(text, "Reports to <#"+product+">") {
+		t.Errorf("/team does not show where the team reports:\n%s", text)
+	}
 }
 
 func TestReportIntoAnActiveTeam(t *testing.T) {
@@ -216,13 +219,8 @@ func TestDispatchWakesTheDispatcher(t *testing.T) {
 	if !strings.Contains(wake.LastUser(), "ENDPOINT-DONE") {
 		t.Errorf("the dispatcher was woken by %q, want the report", wake.LastUser())
 	}
-	r := w.command(launch, w.dc.UserID(), 0, "team")
-	var text strings.Builder
-	for _, f := range r.Embeds[0].Fields {
-		text.WriteString(f.Value)
-	}
-	if !strings.Contains(text.String(), "Dispatched <#"+dev.ID+">") {
-		t.Errorf("/team does not show the dispatched team:\n%s", text.String())
+	if text := embedText(w.command(launch, w.dc.UserID(), 0, "team")); !strings.Contains(text, "Dispatched <#"+dev.ID+">") {
+		t.Errorf("/team does not show the dispatched team:\n%s", text)
 	}
 }
 
