@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -85,6 +87,53 @@ func (m *Messenger) unarchive(ctx context.Context, threadID string) error {
 	no := false
 	_, err := m.s.ChannelEdit(threadID, &discordgo.ChannelEdit{Archived: &no}, discordgo.WithContext(ctx))
 	return err
+}
+
+// findPages bounds how far back Find looks: 500 messages.
+const findPages = 5
+
+// Find looks for msg among the bot's messages in its channel posted since
+// a minute before msg.MaybeSentAt: same content and, for a reply, the
+// same message replied to. It returns the message's id, or "".
+func (m *Messenger) Find(ctx context.Context, msg master.OutMessage) (string, error) {
+	me := m.botID()
+	after := strconv.FormatInt(master.Snowflake(msg.MaybeSentAt.Add(-time.Minute)), 10)
+	for range findPages {
+		list, err := m.s.ChannelMessages(msg.ChannelID, 100, "", after, "", discordgo.WithContext(ctx))
+		if err != nil {
+			return "", classify(fmt.Errorf("read messages of %s: %w", msg.ChannelID, err))
+		}
+		for _, x := range list {
+			if x.Author != nil && x.Author.ID == me && x.Content == msg.Content &&
+				(msg.ReplyTo == "" || (x.MessageReference != nil && x.MessageReference.MessageID == msg.ReplyTo)) {
+				return x.ID, nil
+			}
+		}
+		if len(list) < 100 {
+			return "", nil
+		}
+		for _, x := range list { // pages go forward from the newest seen
+			if n, _ := master.ParseSnowflake(x.ID); n > mustSnowflake(after) {
+				after = x.ID
+			}
+		}
+	}
+	return "", nil
+}
+
+func mustSnowflake(id string) int64 {
+	n, _ := master.ParseSnowflake(id)
+	return n
+}
+
+// botID is the bot user's id, known once the gateway said READY.
+func (m *Messenger) botID() string {
+	m.s.State.RLock()
+	defer m.s.State.RUnlock()
+	if m.s.State.User != nil {
+		return m.s.State.User.ID
+	}
+	return ""
 }
 
 // Edit replaces a message's content, still pinging nobody.

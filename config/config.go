@@ -26,7 +26,7 @@ const (
 	DefaultMaxTasks        = 6
 	DefaultTaskTimeout     = 5 * time.Minute
 	DefaultTaskLease       = 30 * time.Second
-	DefaultSweepInterval   = 5 * time.Second
+	DefaultSweepInterval   = time.Second
 	DefaultMaxAttempts     = 3
 	DefaultWorkerSlots     = 4
 	DefaultLLMConcurrency  = 8
@@ -36,6 +36,8 @@ const (
 	DefaultLLMRetries      = 4
 	DefaultMasterRetries   = 3
 	DefaultMasterRetry     = 30 * time.Second
+	DefaultMaxMasterCalls  = 30
+	DefaultOutboxRetryFor  = 24 * time.Hour
 )
 
 // Config is everything callon reads from its environment.
@@ -86,6 +88,8 @@ type Limits struct {
 	LLMRetries     int           // CALLON_LLM_RETRIES: retries of one model call (429, 5xx)
 	MasterRetries  int           // CALLON_MASTER_RETRIES: later retries of a master decision whose model call failed
 	MasterRetry    time.Duration // CALLON_MASTER_RETRY_DELAY: the first of those waits, doubling
+	MaxMasterCalls int           // CALLON_MAX_MASTER_CALLS: the master's model calls for one message, at most
+	OutboxRetryFor time.Duration // CALLON_OUTBOX_RETRY_FOR: how long a message that cannot be posted is retried
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).
@@ -122,6 +126,8 @@ func Load(getenv func(string) string) Config {
 			LLMRetries:     p.int("CALLON_LLM_RETRIES", DefaultLLMRetries, 0, 10),
 			MasterRetries:  p.int("CALLON_MASTER_RETRIES", DefaultMasterRetries, 0, 10),
 			MasterRetry:    p.duration("CALLON_MASTER_RETRY_DELAY", DefaultMasterRetry, 100*time.Millisecond, time.Hour),
+			MaxMasterCalls: p.int("CALLON_MAX_MASTER_CALLS", DefaultMaxMasterCalls, 2, 1000),
+			OutboxRetryFor: p.duration("CALLON_OUTBOX_RETRY_FOR", DefaultOutboxRetryFor, time.Minute, 30*24*time.Hour),
 		},
 	}
 	c.Models = p.models("CALLON_MODELS", c.WorkerModel, c.MasterModel)
@@ -166,6 +172,9 @@ func (c Config) Validate(need Need) error {
 	if c.Limits.SweepInterval > c.Limits.TaskLease {
 		errs = append(errs, fieldError("CALLON_SWEEP_INTERVAL", "must not be longer than CALLON_TASK_LEASE"))
 	}
+	if c.Limits.MaxMasterCalls <= c.Limits.MaxRounds {
+		errs = append(errs, fieldError("CALLON_MAX_MASTER_CALLS", fmt.Sprintf("must be more than CALLON_MAX_ROUNDS (%d): a message needs a call per round and one to reply", c.Limits.MaxRounds)))
+	}
 	return errors.Join(errs...)
 }
 
@@ -181,7 +190,8 @@ func (c Config) String() string {
 		RedactURL(c.DatabaseURL), redact(c.OpenAIKey), c.OpenAIBaseURL, c.MasterModel, c.WorkerModel,
 		c.RolesFile, c.HTTPAddr, c.LogLevel, c.LogFormat, l.MaxWorkers, l.MaxRounds, l.MaxTasks,
 		l.TaskTimeout, l.TaskLease, l.SweepInterval, l.MaxAttempts, l.WorkerSlots, l.LLMConcurrency,
-		l.SessionTokens, l.History, strings.Join(c.Models, ","), l.MaxPrompt) + fmt.Sprintf(" llm_retries=%d master_retries=%d master_retry_delay=%s", l.LLMRetries, l.MasterRetries, l.MasterRetry) +
+		l.SessionTokens, l.History, strings.Join(c.Models, ","), l.MaxPrompt) + fmt.Sprintf(" llm_retries=%d master_retries=%d master_retry_delay=%s max_master_calls=%d outbox_retry_for=%s",
+		l.LLMRetries, l.MasterRetries, l.MasterRetry, l.MaxMasterCalls, l.OutboxRetryFor) +
 		" " + c.HandBack.String() + " " + c.Webhook.String()
 }
 

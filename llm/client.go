@@ -9,6 +9,7 @@ package llm
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -141,7 +142,7 @@ func (c *Client) Chat(ctx context.Context, req master.ChatRequest) (master.ChatR
 		return err
 	})
 	if err != nil {
-		return master.ChatResponse{}, c.wrap(op, attempts, err)
+		return master.ChatResponse{}, permanent(req.Model, c.wrap(op, attempts, err))
 	}
 	out, err := fromOpenAI(resp)
 	if err != nil {
@@ -171,6 +172,33 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		ids[i] = m.ID
 	}
 	return ids, nil
+}
+
+// permanent turns an answer that retrying cannot change (a 4xx other than
+// 408 and 429) into a *master.Error with code master.EModel, whose
+// message says what an operator should fix; other errors pass unchanged.
+func permanent(model string, err error) error {
+	var se *StatusError
+	if !errors.As(err, &se) || retryableStatus(se.Status) {
+		return err
+	}
+	var msg string
+	switch se.Status {
+	case http.StatusUnauthorized:
+		msg = "the LLM server rejected the API key (check OPENAI_API_KEY)"
+	case http.StatusForbidden:
+		msg = fmt.Sprintf("the LLM server refused access to the model `%s` (HTTP 403)", model)
+	case http.StatusNotFound:
+		msg = fmt.Sprintf("the model `%s` was not found on the LLM server (check the model name and OPENAI_BASE_URL)", model)
+	case http.StatusBadRequest:
+		msg = fmt.Sprintf("the LLM server rejected the request to `%s` as invalid (HTTP 400; does the model support tool calling?)", model)
+	default:
+		msg = fmt.Sprintf("the LLM server refused the request to `%s` (HTTP %d)", model, se.Status)
+	}
+	if se.Message != "" {
+		msg += ": " + master.Truncate(se.Message, 200)
+	}
+	return &master.Error{Code: master.EModel, Message: msg, Err: err}
 }
 
 // wrap names the operation and the attempts made, and keeps the key out.

@@ -280,8 +280,11 @@ func TestDoesNotRetryClientErrors(t *testing.T) {
 	if llm.IsRetryable(err) {
 		t.Errorf("got IsRetryable true for %v", err)
 	}
-	if got, want := err.Error(), "chat gpt-4o: status 400: Invalid schema for function 'delegate'."; got != want {
-		t.Errorf("got error %q, want %q", got, want)
+	if got, want := master.ErrorMessage(err), "the LLM server rejected the request to `gpt-4o` as invalid (HTTP 400; does the model support tool calling?): Invalid schema for function 'delegate'."; got != want {
+		t.Errorf("got message %q, want %q", got, want)
+	}
+	if code := master.ErrorCode(err); code != master.EModel {
+		t.Errorf("got code %q, want %q: retrying cannot fix a 400", code, master.EModel)
 	}
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("got %d requests, want 1", n)

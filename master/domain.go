@@ -20,6 +20,9 @@ var (
 	ErrStale = errors.New("stale: state changed underneath")
 	// ErrSessionActive means the thread already has an active session.
 	ErrSessionActive = errors.New("thread already has an active session")
+	// ErrCeiling means a turn has made as many master model calls as it
+	// may: no path may call the model for it again.
+	ErrCeiling = errors.New("master call ceiling reached")
 )
 
 // SessionState is the life cycle of a team session.
@@ -72,6 +75,7 @@ const (
 	TurnWaiting   TurnState = "waiting"   // the master asked the user; the next message answers
 	TurnDone      TurnState = "done"      // the reply is in the outbox
 	TurnCancelled TurnState = "cancelled" // the session ended first
+	TurnRefused   TurnState = "refused"   // recorded but never answered (a limit)
 )
 
 // Turn is the work caused by one user message: every round of delegation
@@ -94,8 +98,10 @@ type Turn struct {
 	// ReportID is set on a turn started by another team's report.
 	ReportID int64
 	// MasterFailures counts the master's decisions on this turn that
-	// failed because the model could not be reached.
+	// failed: the model could not be reached, or a step failed.
 	MasterFailures int
+	// MasterCalls counts the master's model calls for this turn.
+	MasterCalls int
 	// NotBefore puts the turn's next decision off until then.
 	NotBefore time.Time
 	CreatedAt time.Time

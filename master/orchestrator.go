@@ -22,11 +22,15 @@ type Config struct {
 	SessionTokens int64  // per-session token budget; 0 means none
 	Lease         time.Duration
 	Poll          time.Duration // fallback poll when no wake-up comes
-	// A decision whose model call fails (after the llm package's own
-	// retries) is retried up to Retries times, RetryDelay apart and
-	// doubling, before the turn ends with an apology.
-	Retries     int
-	RetryDelay  time.Duration
+	// A decision that fails (its model cannot be reached, or a step
+	// fails) is retried up to Retries times, with backoff (from
+	// RetryDelay, doubling, for an unreachable model), before the turn
+	// ends with an apology.
+	Retries    int
+	RetryDelay time.Duration
+	// MaxCalls is the ceiling on the master's model calls for one turn,
+	// whatever path the code takes; at it the turn ends with an apology.
+	MaxCalls    int
 	Concurrency int           // sessions stepped at once
 	Wake        <-chan string // hints from the store's listener
 
@@ -52,12 +56,17 @@ func (c Config) withDefaults() Config {
 	c.Poll = cmp.Or(c.Poll, 2*time.Second)
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
 	c.RetryDelay = cmp.Or(c.RetryDelay, 30*time.Second)
+	c.MaxCalls = cmp.Or(c.MaxCalls, DefaultMaxCalls)
 	c.DispatchDepth = cmp.Or(c.DispatchDepth, 1)
 	c.MaxActiveSessions = cmp.Or(c.MaxActiveSessions, 20)
 	c.ReportCap = cmp.Or(c.ReportCap, 10)
 	c.Dispatch = c.Dispatch && c.Channels != nil && c.Service != nil
 	return c
 }
+
+// DefaultMaxCalls is the default ceiling on the master's model calls for
+// one turn.
+const DefaultMaxCalls = 30
 
 // Orchestrator runs the master of every active session: one turn at a
 // time per session, woken by the store, with fan-in decided in code.
@@ -68,8 +77,17 @@ type Orchestrator struct {
 	log   *slog.Logger
 
 	mu      sync.Mutex
-	running map[int64]bool // sessions stepped by this process now
-	done    chan struct{}  // a step ended: look again
+	running map[int64]bool       // sessions stepped by this process now
+	backoff map[int64]retryState // sessions whose last step failed
+	done    chan struct{}        // a step ended: look again
+}
+
+// retryState is a session's failed steps in a row, and when it may be
+// stepped again: a failure that cannot even be recorded still never makes
+// the orchestrator spin.
+type retryState struct {
+	failures int
+	until    time.Time
 }
 
 // NewOrchestrator returns an orchestrator; Run starts it.
@@ -80,6 +98,7 @@ func NewOrchestrator(cfg Config, store Store, llm LLM, logger *slog.Logger) *Orc
 		llm:     llm,
 		log:     logger.With("component", "master"),
 		running: make(map[int64]bool),
+		backoff: make(map[int64]retryState),
 		done:    make(chan struct{}, 1),
 	}
 }
@@ -136,14 +155,34 @@ func (o *Orchestrator) wait(ctx context.Context) error {
 	return nil
 }
 
+// claimLocal marks a session as stepped by this process, unless it is
+// already or its last step failed a moment ago.
 func (o *Orchestrator) claimLocal(id int64) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.running[id] {
+	if o.running[id] || time.Now().Before(o.backoff[id].until) {
 		return false
 	}
 	o.running[id] = true
 	return true
+}
+
+// backOff records a failed step of a session and returns how long it
+// rests before the next one.
+func (o *Orchestrator) backOff(id int64, wait time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.backoff[id]
+	r.failures++
+	r.until = time.Now().Add(max(wait, Backoff(r.failures, time.Second, time.Minute)))
+	o.backoff[id] = r
+}
+
+// recovered forgets a session's failed steps.
+func (o *Orchestrator) recovered(id int64) {
+	o.mu.Lock()
+	delete(o.backoff, id)
+	o.mu.Unlock()
 }
 
 func (o *Orchestrator) releaseLocal(id int64) {
@@ -179,16 +218,88 @@ func (o *Orchestrator) step(ctx context.Context, sessionID int64) {
 	// A turn that ends lets the next queued one start; bound the loop
 	// so one busy session cannot starve the others.
 	for range 8 {
-		progressed, err := o.advance(ctx, sessionID)
+		turn, progressed, err := o.advance(ctx, sessionID)
 		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, ErrStale) {
-				log.Error("master step", "err", err)
-			}
+			o.failed(ctx, sessionID, turn, err)
 			return
 		}
+		o.recovered(sessionID)
 		if !progressed {
 			return
 		}
+	}
+}
+
+// Apologies for a turn the master could not finish.
+const (
+	apologyUnreachable = "Sorry, I could not reach the team's language model, so I have no answer. Please send your message again a little later."
+	apologyFailing     = "Sorry, something went wrong on my side while handling this message, and trying again did not help. Please send it again; if it keeps happening, tell whoever runs this bot."
+	apologyCeiling     = "Sorry, this message took more steps than I allow for one message, so I stopped here. Please ask again, perhaps in smaller parts."
+)
+
+// unreachable is a master model call that failed after the llm package's
+// own retries: a later try may work.
+type unreachable struct{ err error }
+
+func (e *unreachable) Error() string { return "master model call: " + e.err.Error() }
+func (e *unreachable) Unwrap() error { return e.err }
+
+// failed handles a step that failed. Every failure makes the session rest
+// a while in this process, so nothing spins even when the failure cannot
+// be recorded. A failure on a turn is counted there and the turn's next
+// decision put off with backoff (longer when the model is unreachable);
+// past the bound, the turn ends with an apology. A stale guard is not the
+// turn's failure: another owner or a command moved it.
+func (o *Orchestrator) failed(ctx context.Context, sessionID int64, turn *Turn, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	log := o.log.With("session_id", sessionID)
+	var un *unreachable
+	outage := errors.As(err, &un)
+	base, top, apology := 2*time.Second, time.Minute, apologyFailing
+	if outage {
+		base, top, apology = o.cfg.RetryDelay, 10*time.Minute, apologyUnreachable
+	}
+	if turn == nil || errors.Is(err, ErrStale) {
+		if !errors.Is(err, ErrStale) {
+			log.Error("master step failed", "err", err)
+		}
+		o.backOff(sessionID, 0)
+		return
+	}
+	g := Guard{SessionID: sessionID, TurnID: turn.ID, Round: turn.Round, Owner: o.cfg.Owner}
+	log = log.With("turn_id", g.TurnID)
+	n := turn.MasterFailures + 1
+	if n <= o.cfg.Retries {
+		wait := Backoff(n, base, top)
+		if _, ferr := o.store.FailTurn(ctx, g, wait); ferr != nil {
+			log.Error("master step failed, and so did recording it", "err", err, "record_err", ferr)
+			o.backOff(sessionID, wait)
+			return
+		}
+		if outage {
+			log.Warn("master model call failed; retrying the decision later", "failures", n, "retry_in", wait, "err", err)
+		} else {
+			log.Error("master step failed; retrying it later", "failures", n, "retry_in", wait, "err", err)
+		}
+		o.backOff(sessionID, wait)
+		return
+	}
+	log.Error("master step failed again; giving up on the turn", "failures", n, "err", err)
+	o.giveUp(ctx, g, apology)
+}
+
+// giveUp ends a turn with an apology: finished as a reply if its guard
+// still holds, else abandoned (any round) as the last resort.
+func (o *Orchestrator) giveUp(ctx context.Context, g Guard, apology string) {
+	err := o.finish(ctx, g, OutReply, TurnDone, apology, Usage{})
+	if err == nil {
+		return
+	}
+	if err := o.store.AbandonTurn(ctx, g, apology); err != nil && !errors.Is(err, ErrStale) {
+		o.log.Error("could not end the turn", "session_id", g.SessionID, "turn_id", g.TurnID, "err", err)
+		o.backOff(g.SessionID, 0)
 	}
 }
 
@@ -216,38 +327,39 @@ func (o *Orchestrator) keepLease(ctx context.Context, cancel context.CancelFunc,
 }
 
 // advance makes one decision for the session's open turn, if it needs
-// one. It reports whether anything changed.
-func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (bool, error) {
+// one. It returns the turn it looked at (nil if none) and whether
+// anything changed.
+func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, bool, error) {
 	turn, err := o.store.OpenTurn(ctx, sessionID)
 	if errors.Is(err, ErrNotFound) {
-		return false, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("open turn: %w", err)
+		return nil, false, fmt.Errorf("open turn: %w", err)
 	}
 	if time.Now().Before(turn.NotBefore) {
-		return false, nil // a failed decision waits for its retry
+		return &turn, false, nil // a failed decision waits for its retry
 	}
 	tasks, err := o.store.TurnTasks(ctx, turn.ID)
 	if err != nil {
-		return false, fmt.Errorf("turn tasks: %w", err)
+		return &turn, false, fmt.Errorf("turn tasks: %w", err)
 	}
 	for _, t := range tasks {
 		if t.Round == turn.Round && !t.State.Terminal() {
-			return false, nil // fan-in: the round is still running
+			return &turn, false, nil // fan-in: the round is still running
 		}
 	}
 	session, err := o.store.Session(ctx, sessionID)
 	if err != nil {
-		return false, fmt.Errorf("session: %w", err)
+		return &turn, false, fmt.Errorf("session: %w", err)
 	}
 	roster, err := o.store.Roster(ctx, sessionID)
 	if err != nil {
-		return false, fmt.Errorf("roster: %w", err)
+		return &turn, false, fmt.Errorf("roster: %w", err)
 	}
 	history, err := o.store.History(ctx, sessionID, turn.ID, o.cfg.History/2+maxSummaryLines)
 	if err != nil {
-		return false, fmt.Errorf("history: %w", err)
+		return &turn, false, fmt.Errorf("history: %w", err)
 	}
 	tc := turnContext{
 		session:   session,
@@ -265,36 +377,60 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (bool, erro
 		tc.mustReply = "This session has used its token budget."
 	}
 	g := Guard{SessionID: sessionID, TurnID: turn.ID, Round: turn.Round, Owner: o.cfg.Owner}
-	return true, o.decide(ctx, g, tc)
+	return &turn, true, o.decide(ctx, g, tc)
+}
+
+// chat is the only way the orchestrator calls its model: each call is
+// counted on the turn first, and refused with ErrCeiling once the turn
+// has made MaxCalls, so no path, present or future, can call the model
+// for one turn without bound. A failed call comes back *unreachable.
+func (o *Orchestrator) chat(ctx context.Context, g Guard, req ChatRequest) (ChatResponse, error) {
+	if _, err := o.store.CountMasterCall(ctx, g, o.cfg.MaxCalls); err != nil {
+		return ChatResponse{}, err
+	}
+	resp, err := o.llm.Chat(ctx, req)
+	if err != nil {
+		return resp, &unreachable{err}
+	}
+	return resp, nil
 }
 
 // decide asks the model for a decision and applies it. A malformed call
 // gets one retry with the validation error; replan continues the turn.
-func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) error {
+// Tokens a failed decision used are still charged.
+func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err error) {
 	log := o.log.With("session_id", g.SessionID, "turn_id", g.TurnID, "round", g.Round)
 	msgs := masterMessages(tc)
 	var usage Usage
+	defer func() {
+		if err != nil && usage.Total() > 0 {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if uerr := o.store.AddUsage(cctx, g.SessionID, usage); uerr != nil {
+				log.Warn("charge tokens", "err", uerr)
+			}
+		}
+	}()
 	retried, actions := false, 0
 	env := decisionEnv{maxTasks: o.cfg.MaxTasks, maxRoles: o.cfg.MaxRoles, mustReply: tc.mustReply != "", round: tc.roundTasks(),
 		reportTo: tc.session.ReportTo, dispatch: o.cfg.Dispatch && tc.session.DispatchDepth < o.cfg.DispatchDepth}
 	for {
 		env.roster = tc.roster
 		tools := masterTools(env)
-		resp, err := o.llm.Chat(ctx, ChatRequest{Model: o.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"})
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if n := tc.turn.MasterFailures; n < o.cfg.Retries {
-				wait := Backoff(n+1, o.cfg.RetryDelay, 10*time.Minute)
-				log.Warn("master model call failed; retrying the decision later", "failures", n+1, "retry_in", wait, "err", err)
-				if err := o.store.AddUsage(ctx, g.SessionID, usage); err != nil {
-					return err
-				}
-				return o.store.DeferTurn(ctx, g, wait)
-			}
-			log.Error("master model call failed; giving up on the turn", "err", err)
-			return o.finish(ctx, g, OutReply, TurnDone, "Sorry, I could not reach the team's language model, so I have no answer. Please send your message again a little later.", usage)
+		resp, err := o.chat(ctx, g, ChatRequest{Model: o.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"})
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, ErrCeiling):
+			log.Error("master call ceiling reached; ending the turn", "max_calls", o.cfg.MaxCalls)
+			return o.finish(ctx, g, OutReply, TurnDone, apologyCeiling, usage)
+		case ErrorCode(err) == EModel:
+			// Retrying cannot help: say at once what an operator must fix.
+			log.Error("the LLM server refuses the master's calls", "err", err)
+			return o.finish(ctx, g, OutReply, TurnDone, "Sorry, I can't answer: "+ErrorMessage(err)+". Whoever runs this bot can fix that.", usage)
+		default:
+			return err
 		}
 		usage = usage.Add(resp.Usage)
 		if len(resp.ToolCalls) == 0 {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -11,29 +12,60 @@ import (
 
 // DispatcherConfig tunes the outbox dispatcher.
 type DispatcherConfig struct {
-	Owner       string
-	Batch       int           // messages claimed at once
-	Lease       time.Duration // how long a claimed message is ours
-	Poll        time.Duration
-	MaxAttempts int // deliveries tried before a message is given up
+	Owner string
+	Batch int           // messages claimed at once
+	Lease time.Duration // how long a claimed message is ours
+	Poll  time.Duration
+	// RetryFor is how long a message that keeps failing for a reason that
+	// may pass (5xx, 429, timeouts, network errors) is retried before it
+	// is given up; permanent errors end it at once.
+	RetryFor time.Duration
+	// MaxRetryDelay caps the wait between two tries of a message.
+	MaxRetryDelay time.Duration
+	// NonceWindow is how long Discord deduplicates a nonce: a message
+	// that may have been posted longer ago than this is looked for in
+	// its channel before it is sent again.
+	NonceWindow time.Duration
 	Wake        <-chan string
+	Now         func() time.Time
 }
 
 // Dispatcher delivers the outbox: every message the team posts is a row
-// first, sent with its nonce, and its Discord id recorded after.
+// first, sent with its nonce, and its Discord id recorded after. A
+// failure that may pass is retried for as long as RetryFor; a message
+// that may already be in Discord is never posted twice.
 type Dispatcher struct {
 	cfg   DispatcherConfig
-	store Store
+	store OutboxStore
 	out   Messenger
 	log   *slog.Logger
 }
 
+// OutboxStore is what the dispatcher needs from Postgres.
+type OutboxStore interface {
+	// ClaimOutbox leases up to n deliverable messages to owner, each
+	// channel's in order.
+	ClaimOutbox(ctx context.Context, owner string, n int, lease time.Duration) ([]OutMessage, error)
+	// MarkSent records the Discord message id of a delivered message.
+	MarkSent(ctx context.Context, id int64, discordID string) error
+	// MarkUnsent records a send that was tried and failed: retried after
+	// retryIn, or given up when permanent.
+	MarkUnsent(ctx context.Context, id int64, reason string, retryIn time.Duration, permanent bool) error
+	// ReleaseOutbox gives back a claimed message that was not tried.
+	ReleaseOutbox(ctx context.Context, m OutMessage) error
+}
+
 // NewDispatcher returns a dispatcher; Run starts it.
-func NewDispatcher(cfg DispatcherConfig, store Store, out Messenger, logger *slog.Logger) *Dispatcher {
+func NewDispatcher(cfg DispatcherConfig, store OutboxStore, out Messenger, logger *slog.Logger) *Dispatcher {
 	cfg.Batch = cmp.Or(cfg.Batch, 20)
 	cfg.Lease = cmp.Or(cfg.Lease, time.Minute)
 	cfg.Poll = cmp.Or(cfg.Poll, 2*time.Second)
-	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 10)
+	cfg.RetryFor = cmp.Or(cfg.RetryFor, 24*time.Hour)
+	cfg.MaxRetryDelay = cmp.Or(cfg.MaxRetryDelay, 5*time.Minute)
+	cfg.NonceWindow = cmp.Or(cfg.NonceWindow, time.Minute)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Dispatcher{cfg: cfg, store: store, out: out, log: logger.With("component", "outbox")}
 }
 
@@ -87,44 +119,89 @@ func (d *Dispatcher) Flush(ctx context.Context) (int, error) {
 	return len(msgs), nil
 }
 
-// deliver sends one channel's messages in order; after a failure the rest
-// wait too, so parts never arrive out of order.
+// deliver sends one channel's messages in order. After a failure, the
+// rest are given back untried (no attempt counted): they wait behind the
+// failed one, so parts never arrive out of order.
 func (d *Dispatcher) deliver(ctx context.Context, msgs []OutMessage) {
 	for i, m := range msgs {
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		id, err := d.out.Send(sctx, m)
-		cancel()
-		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if err == nil {
-			if err := d.store.MarkSent(wctx, m.ID, id); err != nil {
-				d.log.Error("record sent message", "outbox_id", m.ID, "err", err)
+		if ctx.Err() != nil || !d.deliverOne(ctx, m) {
+			d.release(ctx, msgs[i+1:])
+			if ctx.Err() != nil {
+				d.release(ctx, msgs[i:i+1])
 			}
-			// A closing summary is the session's last word: then its
-			// thread is archived.
-			if m.Kind == OutSummary {
-				if err := d.out.Archive(wctx, m.ChannelID); err != nil {
-					d.log.Warn("archive thread", "thread_id", m.ChannelID, "err", err)
-				}
-			}
-			wcancel()
-			continue
+			return
 		}
-		permanent := errors.Is(err, ErrPermanent) || m.Attempts+1 >= d.cfg.MaxAttempts
-		retry := retryDelay(m.Attempts)
-		d.log.Warn("send message", "outbox_id", m.ID, "kind", m.Kind, "attempt", m.Attempts+1, "permanent", permanent, "err", err)
-		for _, rest := range msgs[i:] {
-			p := permanent && rest.ID == m.ID
-			if err := d.store.MarkUnsent(wctx, rest.ID, err.Error(), retry, p); err != nil {
-				d.log.Error("record unsent message", "outbox_id", rest.ID, "err", err)
-			}
-		}
-		wcancel()
-		return
 	}
 }
 
-// retryDelay backs off exponentially from 1 s to 5 min.
-func retryDelay(attempts int) time.Duration {
-	d := time.Second << min(attempts, 9)
-	return min(d, 5*time.Minute)
+// deliverOne sends one message and records the outcome; it reports
+// whether the message is out of the way (sent, or given up).
+func (d *Dispatcher) deliverOne(ctx context.Context, m OutMessage) bool {
+	log := d.log.With("outbox_id", m.ID, "kind", m.Kind, "channel_id", m.ChannelID)
+	id, err := d.send(ctx, m)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err == nil {
+		if err := d.store.MarkSent(wctx, m.ID, id); err != nil {
+			// Not lost: the message is claimed again after its lease and
+			// found in the channel instead of being posted twice.
+			log.Error("record sent message", "err", err)
+		}
+		// A closing summary is the session's last word: then its thread
+		// is archived.
+		if m.Kind == OutSummary {
+			if err := d.out.Archive(wctx, m.ChannelID); err != nil {
+				log.Warn("archive thread", "err", err)
+			}
+		}
+		return true
+	}
+	if ctx.Err() != nil {
+		return false // shutting down: the caller gives it back untried
+	}
+	age := d.cfg.Now().Sub(m.CreatedAt)
+	permanent := errors.Is(err, ErrPermanent) || age > d.cfg.RetryFor
+	retry := Backoff(m.Attempts+1, time.Second, d.cfg.MaxRetryDelay)
+	switch {
+	case errors.Is(err, ErrPermanent):
+		log.Error("message given up: Discord refuses it", "attempt", m.Attempts+1, "err", err)
+	case permanent:
+		log.Error("message given up: still failing after its retry period", "attempt", m.Attempts+1, "age", age.Round(time.Second), "err", err)
+	default:
+		log.Warn("send message; retrying", "attempt", m.Attempts+1, "retry_in", retry, "err", err)
+	}
+	if err := d.store.MarkUnsent(wctx, m.ID, err.Error(), retry, permanent); err != nil {
+		log.Error("record unsent message", "err", err)
+	}
+	return permanent
+}
+
+// send posts m, unless it may have been posted already longer ago than
+// Discord remembers its nonce: then it is looked for in the channel first,
+// and found, it is not posted again.
+func (d *Dispatcher) send(ctx context.Context, m OutMessage) (string, error) {
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !m.MaybeSentAt.IsZero() && d.cfg.Now().Sub(m.MaybeSentAt) > d.cfg.NonceWindow {
+		id, err := d.out.Find(sctx, m)
+		if err != nil {
+			return "", fmt.Errorf("look for an earlier send: %w", err)
+		}
+		if id != "" {
+			d.log.Info("message was posted before; recording it", "outbox_id", m.ID, "message_id", id)
+			return id, nil
+		}
+	}
+	return d.out.Send(sctx, m)
+}
+
+// release gives claimed messages back untried.
+func (d *Dispatcher) release(ctx context.Context, msgs []OutMessage) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, m := range msgs {
+		if err := d.store.ReleaseOutbox(wctx, m); err != nil {
+			d.log.Warn("give back message", "outbox_id", m.ID, "err", err)
+		}
+	}
 }

@@ -48,9 +48,15 @@ type Store interface {
 	// Finish ends the guarded turn: it writes the outbox parts and moves
 	// the turn to state (done, or waiting for a question).
 	Finish(ctx context.Context, g Guard, f Finish) error
-	// DeferTurn puts off the guarded turn's next decision by retryIn and
-	// counts a failure of the master's model.
-	DeferTurn(ctx context.Context, g Guard, retryIn time.Duration) error
+	// FailTurn counts a failed decision on the guarded turn (any round)
+	// and puts its next one off by retryIn; it returns the count.
+	FailTurn(ctx context.Context, g Guard, retryIn time.Duration) (int, error)
+	// CountMasterCall counts a master model call on the guarded turn
+	// before it is made; ErrCeiling when max calls were made already.
+	CountMasterCall(ctx context.Context, g Guard, max int) (int, error)
+	// AbandonTurn ends the guarded turn (any round) with text as its
+	// reply unless it has one: the last resort.
+	AbandonTurn(ctx context.Context, g Guard, text string) error
 	// Delegate enqueues a round of tasks and advances the turn's round.
 	Delegate(ctx context.Context, g Guard, tasks []NewTask, usage Usage) ([]int64, error)
 	// ResumeTask answers a need_info task of the guarded turn's round; it
@@ -70,14 +76,6 @@ type Store interface {
 	ActiveSessions(ctx context.Context, guildID string) (int, error)
 	// AddUsage charges tokens to the session.
 	AddUsage(ctx context.Context, sessionID int64, u Usage) error
-
-	// ClaimOutbox leases up to n pending messages to owner, oldest first.
-	ClaimOutbox(ctx context.Context, owner string, n int, lease time.Duration) ([]OutMessage, error)
-	// MarkSent records the Discord message id of a delivered message.
-	MarkSent(ctx context.Context, id int64, discordID string) error
-	// MarkUnsent records a failed delivery: retried after retryIn, or
-	// given up when permanent.
-	MarkUnsent(ctx context.Context, id int64, reason string, retryIn time.Duration, permanent bool) error
 
 	// ActiveTurns lists running turns with their tasks, and ended turns
 	// whose status message is not settled yet, for status messages.
@@ -141,7 +139,12 @@ type OutMessage struct {
 	Content  string
 	Part     int
 	Nonce    string // unique, at most 25 characters
-	Attempts int
+	Attempts int    // sends tried so far
+	// CreatedAt is when the message was queued.
+	CreatedAt time.Time
+	// MaybeSentAt is the first time a send of this message may have
+	// reached Discord without being recorded; zero when none may have.
+	MaybeSentAt time.Time
 }
 
 // TurnStatus is a running turn with what its team is doing.
@@ -165,6 +168,10 @@ type Progress struct {
 type Messenger interface {
 	// Send posts m with its nonce, pinging nobody but the replied-to user.
 	Send(ctx context.Context, m OutMessage) (messageID string, err error)
+	// Find looks for m among the bot's recent messages in its channel,
+	// posted since m.MaybeSentAt, and returns its id, or "" when it is
+	// not there.
+	Find(ctx context.Context, m OutMessage) (messageID string, err error)
 	// Edit replaces the content of a message the bot posted.
 	Edit(ctx context.Context, channelID, messageID, content string) error
 	// Typing shows the typing indicator in a channel for a few seconds.

@@ -128,7 +128,7 @@ func (s *Service) HandleMessage(ctx context.Context, m Incoming) (bool, error) {
 		return false, fmt.Errorf("find session: %w", err)
 	}
 	_, created, err := s.store.RecordTurn(ctx, Turn{
-		SessionID: sess.ID, MessageID: m.ID, GuildID: m.GuildID, ChannelID: m.ChannelID, AuthorID: m.AuthorID, Content: m.Content, State: TurnQueued,
+		SessionID: sess.ID, MessageID: m.ID, GuildID: m.GuildID, ChannelID: m.ChannelID, AuthorID: m.AuthorID, Content: CleanText(m.Content), State: TurnQueued,
 	})
 	if err != nil {
 		return false, fmt.Errorf("record turn: %w", err)

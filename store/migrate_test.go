@@ -11,7 +11,7 @@ import (
 )
 
 // wantVersions is every migration the binary embeds.
-const wantVersions = 5
+const wantVersions = 6
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()

@@ -12,31 +12,43 @@ import (
 	"github.com/callonbot/callon/master"
 )
 
-// ClaimOutbox leases up to n pending messages, oldest first. A message is
-// not claimed while an earlier pending message of its channel is leased
-// or waiting to be retried, so parts never overtake each other.
+// ClaimOutbox leases up to n pending messages to owner, oldest first. Each
+// channel's messages go out in order: a message is claimed only with
+// every earlier pending message of its channel, so none is claimed while
+// an earlier one is leased (here or in another process), waiting for a
+// retry, or being claimed by someone else right now. A claim records that
+// a send may follow (maybe_sent_at); each message returned carries the
+// value from before this claim.
 func (s *Store) ClaimOutbox(ctx context.Context, owner string, n int, lease time.Duration) ([]master.OutMessage, error) {
 	rows, err := s.pool.Query(ctx, `
-		WITH claim AS (
-			SELECT o.id FROM outbox o
+		WITH candidate AS (
+			SELECT o.id, o.channel_id FROM outbox o
 			WHERE o.state = 'pending' AND (o.lease_until IS NULL OR o.lease_until < now())
-			  AND NOT EXISTS (SELECT 1 FROM outbox e
-			                  WHERE e.channel_id = o.channel_id AND e.state = 'pending'
-			                    AND e.id < o.id AND e.lease_until >= now())
 			ORDER BY o.id
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED
+		), claim AS (
+			SELECT c.id FROM candidate c
+			WHERE NOT EXISTS (SELECT 1 FROM outbox e
+			                  WHERE e.channel_id = c.channel_id AND e.state = 'pending' AND e.id < c.id
+			                    AND e.id NOT IN (SELECT id FROM candidate))
+		), before AS (
+			SELECT o.id, o.maybe_sent_at FROM outbox o JOIN claim ON claim.id = o.id
 		)
-		UPDATE outbox o SET lease_until = now() + $2::interval
-		FROM claim WHERE o.id = claim.id
+		UPDATE outbox o SET lease_until = now() + $2::interval, lease_owner = $3,
+		       maybe_sent_at = coalesce(o.maybe_sent_at, now())
+		FROM before WHERE o.id = before.id
 		RETURNING o.id, coalesce(o.session_id, 0), coalesce(o.turn_id, 0), o.kind, o.channel_id,
-		          coalesce(o.reply_to, ''), o.content, o.part, o.nonce, o.attempts`, n, lease)
+		          coalesce(o.reply_to, ''), o.content, o.part, o.nonce, o.attempts, o.created_at, before.maybe_sent_at`, n, lease, owner)
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
 	}
 	msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.OutMessage, error) {
 		var m master.OutMessage
-		err := r.Scan(&m.ID, &m.SessionID, &m.TurnID, &m.Kind, &m.ChannelID, &m.ReplyTo, &m.Content, &m.Part, &m.Nonce, &m.Attempts)
+		var maybe *time.Time
+		err := r.Scan(&m.ID, &m.SessionID, &m.TurnID, &m.Kind, &m.ChannelID, &m.ReplyTo, &m.Content, &m.Part, &m.Nonce,
+			&m.Attempts, &m.CreatedAt, &maybe)
+		m.MaybeSentAt = orZero(maybe)
 		return m, err
 	})
 	if err != nil {
@@ -45,6 +57,21 @@ func (s *Store) ClaimOutbox(ctx context.Context, owner string, n int, lease time
 	// RETURNING does not keep the claim's order.
 	slices.SortFunc(msgs, func(a, b master.OutMessage) int { return cmp.Compare(a.ID, b.ID) })
 	return msgs, nil
+}
+
+// ReleaseOutbox gives back a claimed message that was not tried: it is
+// deliverable again at once (after the earlier messages of its channel),
+// with no attempt counted and maybe_sent_at as it was before the claim.
+func (s *Store) ReleaseOutbox(ctx context.Context, m master.OutMessage) error {
+	var maybe *time.Time
+	if !m.MaybeSentAt.IsZero() {
+		maybe = &m.MaybeSentAt
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE outbox SET lease_until = NULL, lease_owner = NULL, maybe_sent_at = $2
+		WHERE id = $1 AND state = 'pending'`, m.ID, maybe); err != nil {
+		return fmt.Errorf("release outbox: %w", err)
+	}
+	return nil
 }
 
 // MarkSent records a delivered message's Discord id; for a reply's first
@@ -59,7 +86,8 @@ func (s *Store) MarkSent(ctx context.Context, id int64, discordID string) error 
 	var kind string
 	var part int
 	err = tx.QueryRow(ctx, `
-		UPDATE outbox SET state = 'sent', discord_message_id = $2, sent_at = now(), lease_until = NULL, error = NULL
+		UPDATE outbox SET state = 'sent', discord_message_id = $2, sent_at = now(), lease_until = NULL,
+		       lease_owner = NULL, error = NULL
 		WHERE id = $1 AND state = 'pending'
 		RETURNING turn_id, kind, part`, id, discordID).Scan(&turnID, &kind, &part)
 	if err == pgx.ErrNoRows {
@@ -79,14 +107,14 @@ func (s *Store) MarkSent(ctx context.Context, id int64, discordID string) error 
 	return nil
 }
 
-// MarkUnsent records a failed delivery: the message is retried after
-// retryIn, or marked failed when permanent.
+// MarkUnsent records a delivery that was tried and failed: the message is
+// retried after retryIn, or marked failed when permanent.
 func (s *Store) MarkUnsent(ctx context.Context, id int64, reason string, retryIn time.Duration, permanent bool) error {
 	_, err := s.pool.Exec(ctx, `
-		UPDATE outbox SET attempts = attempts + 1, error = $2,
+		UPDATE outbox SET attempts = attempts + 1, error = $2, lease_owner = NULL,
 		       state = CASE WHEN $4 THEN 'failed' ELSE state END,
 		       lease_until = CASE WHEN $4 THEN NULL ELSE now() + $3::interval END
-		WHERE id = $1 AND state = 'pending'`, id, reason, retryIn, permanent)
+		WHERE id = $1 AND state = 'pending'`, id, master.CleanText(reason), retryIn, permanent)
 	if err != nil {
 		return fmt.Errorf("mark unsent: %w", err)
 	}

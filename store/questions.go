@@ -15,6 +15,7 @@ import (
 // worker sees the answer. Tasks that were cancelled because it stopped
 // are queued again too.
 func (s *Store) ResumeTask(ctx context.Context, g master.Guard, taskID int64, answer string, usage master.Usage) error {
+	answer = master.CleanText(answer)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("resume task: %w", err)
@@ -101,14 +102,14 @@ func resumeTasks(ctx context.Context, tx pgx.Tx, turnID int64, ids []int64, answ
 // question of a turn whose workers wait for information: the waiting turn
 // runs again with its tasks resumed, and the message is kept as a turn
 // that is already done. It reports whether the message was such an answer.
-func answerWaitingTurn(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, answer string) (bool, error) {
+func answerWaitingTurn(ctx context.Context, tx pgx.Tx, sessionID, turnID, sortKey int64, answer string) (bool, error) {
 	var waiting int64
 	err := tx.QueryRow(ctx, `
 		SELECT u.id FROM turns u
-		WHERE u.session_id = $1 AND u.state = 'waiting' AND u.id < $2
+		WHERE u.session_id = $1 AND u.state = 'waiting' AND u.sort_key < $2
 		  AND EXISTS (SELECT 1 FROM tasks t WHERE t.turn_id = u.id AND t.round = u.round AND t.state = 'need_info')
-		ORDER BY u.id DESC LIMIT 1
-		FOR UPDATE`, sessionID, turnID).Scan(&waiting)
+		ORDER BY u.sort_key DESC, u.id DESC LIMIT 1
+		FOR UPDATE`, sessionID, sortKey).Scan(&waiting)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

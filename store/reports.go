@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -86,10 +85,18 @@ func (s *Store) deliverReport(ctx context.Context, tx pgx.Tx, from master.Sessio
 	if inject {
 		rep.Delivery, rep.ToSession, toSession = "injected", to.ID, &to.ID
 	}
-	if err := tx.QueryRow(ctx, `
+	// One report per turn: a turn run again after a crash finds its
+	// report made.
+	err = tx.QueryRow(ctx, `
 		INSERT INTO reports (from_session, from_turn, to_channel, summary, final, delivery, to_session)
-		VALUES ($1, nullif($2, 0), $3, $4, $5, $6, $7) RETURNING id`,
-		from.ID, fromTurn, from.ReportTo, r.Summary, r.Final, rep.Delivery, toSession).Scan(&rep.ID); err != nil {
+		VALUES ($1, nullif($2, 0), $3, $4, $5, $6, $7)
+		ON CONFLICT (from_turn) WHERE from_turn IS NOT NULL DO NOTHING
+		RETURNING id`,
+		from.ID, fromTurn, from.ReportTo, master.CleanText(r.Summary), r.Final, rep.Delivery, toSession).Scan(&rep.ID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return master.Report{}, master.ErrAlreadyReported
+	}
+	if err != nil {
 		return master.Report{}, err
 	}
 	payload := map[string]any{"report": rep.ID, "to": from.ReportTo, "delivery": rep.Delivery, "final": r.Final}
@@ -99,17 +106,17 @@ func (s *Store) deliverReport(ctx context.Context, tx pgx.Tx, from master.Sessio
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO turns (session_id, message_id, guild_id, channel_id, author_id, content, report_id)
 			VALUES ($1, $2, $3, $4, '', $5, $6)`,
-			to.ID, fmt.Sprintf("report:%d", rep.ID), to.GuildID, to.ThreadID, r.Turn, rep.ID); err != nil {
+			to.ID, fmt.Sprintf("report:%d", rep.ID), to.GuildID, to.ThreadID, master.CleanText(r.Turn), rep.ID); err != nil {
 			return master.Report{}, fmt.Errorf("inject report: %w", err)
 		}
-		in, _ := json.Marshal(map[string]any{"report": rep.ID, "from_session": from.ID, "from_thread": from.ThreadID, "delivery": "injected"})
+		in, _ := marshalJSON(map[string]any{"report": rep.ID, "from_session": from.ID, "from_thread": from.ThreadID, "delivery": "injected"})
 		if _, err := addSignal(ctx, tx, to.ID, 0, master.SignalReport, in); err != nil {
 			return master.Report{}, err
 		}
 	} else if err := postParts(ctx, tx, from.ID, from.ReportTo, fmt.Sprintf("r%d", rep.ID), r.Posted); err != nil {
 		return master.Report{}, err
 	}
-	out, _ := json.Marshal(payload)
+	out, _ := marshalJSON(payload)
 	if _, err := addSignal(ctx, tx, from.ID, 0, master.SignalReport, out); err != nil {
 		return master.Report{}, err
 	}
@@ -122,6 +129,7 @@ func (s *Store) deliverReport(ctx context.Context, tx pgx.Tx, from master.Sessio
 // postParts queues a message that belongs to no turn, part by part, with
 // nonces made from prefix.
 func postParts(ctx context.Context, tx pgx.Tx, sessionID int64, channelID, prefix string, parts []string) error {
+	parts = cleanAll(parts)
 	for i, p := range parts {
 		if _, err := tx.Exec(ctx, `INSERT INTO outbox (session_id, kind, channel_id, content, part, nonce)
 			VALUES ($1, 'report', $2, $3, $4, $5)`, sessionID, channelID, p, i, fmt.Sprintf("%sp%d", prefix, i)); err != nil {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -180,7 +179,7 @@ func deleteRoles(ctx context.Context, tx pgx.Tx, scope master.RoleScope, name st
 }
 
 func recordRoleChange(ctx context.Context, tx pgx.Tx, scope master.RoleScope, action master.RoleAction, names []string, detail any, by string) error {
-	b, err := json.Marshal(detail)
+	b, err := marshalJSON(detail)
 	if err != nil {
 		return fmt.Errorf("record change: %w", err)
 	}

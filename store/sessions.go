@@ -34,6 +34,7 @@ func scanSession(row pgx.Row) (master.Session, error) {
 // queues its kickoff message, in one transaction. master.ErrSessionActive
 // when the thread already has an active session.
 func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []master.Role, kickoff, brief string) (master.Session, error) {
+	sess.Goal, kickoff, brief = master.CleanText(sess.Goal), master.CleanText(kickoff), master.CleanText(brief)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return master.Session{}, fmt.Errorf("start session: %w", err)
@@ -89,7 +90,7 @@ func insertRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mast
 	names, descs, prompts, models := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	temps, maxTokens, timeouts := make([]*float32, n), make([]*int32, n), make([]*int32, n)
 	for i, r := range roster {
-		names[i], descs[i], prompts[i], models[i] = r.Name, r.Description, r.Prompt, r.Model
+		names[i], descs[i], prompts[i], models[i] = r.Name, master.CleanText(r.Description), master.CleanText(r.Prompt), r.Model
 		temps[i] = r.Temperature
 		if r.MaxTokens > 0 {
 			v := int32(r.MaxTokens)

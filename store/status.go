@@ -18,7 +18,7 @@ func (s *Store) ActiveTurns(ctx context.Context) ([]master.TurnStatus, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+turnColumns+`, s.thread_id,
 		       (SELECT o.sent_at FROM outbox o WHERE o.turn_id = u.id AND o.part = 0
-		          AND o.kind IN ('reply', 'question') AND o.state = 'sent' LIMIT 1)
+		          AND o.kind IN ('reply', 'question') ORDER BY o.id DESC LIMIT 1)
 		FROM turns u JOIN sessions s ON s.id = u.session_id
 		WHERE u.state = 'running' OR (u.status_message_id IS NOT NULL AND u.status_settled_at IS NULL)
 		ORDER BY u.id
@@ -28,14 +28,11 @@ func (s *Store) ActiveTurns(ctx context.Context) ([]master.TurnStatus, error) {
 	}
 	turns, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.TurnStatus, error) {
 		var ts master.TurnStatus
-		var replied, notBefore *time.Time
-		t := &ts.Turn
-		err := r.Scan(&t.ID, &t.SessionID, &t.MessageID, &t.GuildID, &t.ChannelID, &t.AuthorID, &t.Content,
-			&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt, &t.ReportID, &t.MasterFailures, &notBefore, &ts.ThreadID, &replied)
-		ts.StartedAt = t.CreatedAt
-		if replied != nil {
-			ts.RepliedAt = *replied
-		}
+		var replied *time.Time
+		var err error
+		ts.Turn, err = scanTurn(r, &ts.ThreadID, &replied)
+		ts.StartedAt = ts.Turn.CreatedAt
+		ts.RepliedAt = orZero(replied)
 		return ts, err
 	})
 	if err != nil || len(turns) == 0 {

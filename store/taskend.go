@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -23,6 +22,12 @@ import (
 // writes the task's signal, cancels every queued task that depends on it
 // (transitively) unless it is done, and wakes the session.
 func (s *Store) CompleteTask(ctx context.Context, taskID int64, attempt int, out master.Outcome) (master.Task, error) {
+	out.Result, out.Error, out.Question = master.CleanText(out.Result), master.CleanText(out.Error), master.CleanText(out.Question)
+	if out.Handoff != nil {
+		h := *out.Handoff
+		h.Instruction = master.CleanText(h.Instruction)
+		out.Handoff = &h
+	}
 	switch out.State {
 	case master.TaskDone, master.TaskFailed, master.TaskBlocked, master.TaskNeedInfo, master.TaskTimeout:
 	default:
@@ -123,7 +128,7 @@ func handoff(ctx context.Context, tx pgx.Tx, from master.Task, h master.Handoff)
 		from.SessionID, from.TurnID, from.Round, h.Role, h.Instruction, from.ID).Scan(&id); err != nil {
 		return fmt.Errorf("handoff: %w", err)
 	}
-	payload, err := json.Marshal(map[string]any{"from": from.Role, "to": h.Role, "instruction": h.Instruction, "task": id})
+	payload, err := marshalJSON(map[string]any{"from": from.Role, "to": h.Role, "instruction": h.Instruction, "task": id})
 	if err != nil {
 		return fmt.Errorf("handoff: %w", err)
 	}
@@ -155,7 +160,7 @@ func outcomeSignal(out master.Outcome) (master.SignalKind, []byte, error) {
 		}
 		payload = p
 	}
-	b, err := json.Marshal(payload)
+	b, err := marshalJSON(payload)
 	return kind, b, err
 }
 
@@ -201,7 +206,10 @@ func cancelDependents(ctx context.Context, tx pgx.Tx, roots []int64) ([]int64, e
 	return ids, nil
 }
 
-// SweepExpired takes back the tasks whose lease expired: they are queued
+// SweepExpired takes back the work of processes that are gone: tasks
+// whose lease expired, and every lease of a process that died (its
+// liveness lock is free; see Liveness), without waiting for them to
+// expire: its tasks, its masters and its outbox claims. Tasks are queued
 // again for another attempt, or failed once they used max_attempts (and
 // their dependents cancelled). One wake covers every session touched.
 func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err error) {
@@ -210,9 +218,21 @@ func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err err
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	requeued, failed, sessions, err := sweepExpired(ctx, tx)
+	dead, err := deadOwners(ctx, tx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
+	}
+	requeued, failed, sessions, err := sweepExpired(ctx, tx, dead)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sweep expired: %w", err)
+	}
+	if len(dead) > 0 {
+		taken, err := takeOver(ctx, tx, dead)
+		if err != nil {
+			return 0, 0, fmt.Errorf("sweep expired: %w", err)
+		}
+		sessions = append(sessions, taken...)
+		s.logger.Info("took over the work of dead processes", "owners", dead, "sessions", len(taken), "tasks", requeued+failed)
 	}
 	if err := notify(ctx, tx, sessions...); err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
@@ -223,13 +243,13 @@ func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err err
 	return requeued, failed, nil
 }
 
-func sweepExpired(ctx context.Context, tx pgx.Tx) (requeued, failed int, sessions []int64, err error) {
+func sweepExpired(ctx context.Context, tx pgx.Tx, dead []string) (requeued, failed int, sessions []int64, err error) {
 	// SKIP LOCKED: a task being heartbeated or completed right now is not
 	// expired for long, and concurrent sweepers must not queue behind it.
 	rows, err := tx.Query(ctx, `
 		WITH expired AS (
 			SELECT id FROM tasks
-			WHERE state = 'running' AND lease_until < now()
+			WHERE state = 'running' AND (lease_until < now() OR worker_id = ANY ($1))
 			ORDER BY id
 			FOR UPDATE SKIP LOCKED
 		), swept AS (
@@ -249,7 +269,7 @@ func sweepExpired(ctx context.Context, tx pgx.Tx) (requeued, failed int, session
 			FROM swept s
 			WHERE s.state = 'failed'
 		)
-		SELECT id, session_id, state FROM swept`)
+		SELECT id, session_id, state FROM swept`, dead)
 	if err != nil {
 		return 0, 0, nil, err
 	}
@@ -301,6 +321,27 @@ func (s *Store) CancelSessionTasks(ctx context.Context, sessionID int64, reason 
 		return 0, fmt.Errorf("cancel session tasks: %w", err)
 	}
 	return n, nil
+}
+
+// cancelTurnTasks cancels a turn's open tasks within tx, with a
+// TASK_COMPLETE signal each. It does not notify.
+func cancelTurnTasks(ctx context.Context, tx pgx.Tx, turnID int64, reason string) (int, error) {
+	var n int
+	err := tx.QueryRow(ctx, `
+		WITH cancelled AS (
+			UPDATE tasks
+			SET state = 'cancelled', error = nullif($2, ''), lease_until = NULL,
+			    ended_at = now(), updated_at = now()
+			WHERE turn_id = $1 AND state IN ('queued', 'running')
+			RETURNING id, session_id, error
+		), signalled AS (
+			INSERT INTO signals (session_id, task_id, kind, payload)
+			SELECT c.session_id, c.id, 'TASK_COMPLETE',
+			       jsonb_strip_nulls(jsonb_build_object('state', 'cancelled', 'error', c.error))
+			FROM cancelled c
+		)
+		SELECT count(*) FROM cancelled`, turnID, reason).Scan(&n)
+	return n, err
 }
 
 // cancelSessionTasks cancels the session's open tasks within tx, with a

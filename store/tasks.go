@@ -152,9 +152,9 @@ func batchJSON(tasks []master.NewTask) ([]byte, error) {
 				deps = append(deps, d)
 			}
 		}
-		batch[i] = row{Ord: i, Role: t.Role, Instruction: t.Instruction, Deps: deps}
+		batch[i] = row{Ord: i, Role: t.Role, Instruction: master.CleanText(t.Instruction), Deps: deps}
 	}
-	return json.Marshal(batch)
+	return marshalJSON(batch)
 }
 
 // ClaimTasks leases up to n claimable tasks to workerID for lease, oldest

@@ -94,6 +94,7 @@ func (s *Store) ReplanSession(ctx context.Context, sessionID int64, roster []mas
 // queueNotice queues a message that belongs to no turn. Its nonce comes
 // from its own id, so it is unique and short.
 func queueNotice(ctx context.Context, tx pgx.Tx, sessionID int64, kind master.OutKind, channelID, content string) error {
+	content = master.CleanText(content)
 	_, err := tx.Exec(ctx, `
 		WITH next AS (SELECT nextval(pg_get_serial_sequence('outbox', 'id')) AS id)
 		INSERT INTO outbox (id, session_id, kind, channel_id, content, nonce)
@@ -187,6 +188,13 @@ func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string, f
 	}
 	if _, err := tx.Exec(ctx, `UPDATE turns SET state = 'cancelled', updated_at = now()
 		WHERE session_id = $1 AND state IN ('queued', 'running', 'waiting')`, sessionID); err != nil {
+		return fmt.Errorf("dissolve: %w", err)
+	}
+	// A reply or question decided but not posted yet is not posted: the
+	// team is gone. (One a sender is posting right now may still land.)
+	if _, err := tx.Exec(ctx, `UPDATE outbox SET state = 'cancelled', lease_until = NULL, lease_owner = NULL,
+		error = 'the team was dissolved'
+		WHERE session_id = $1 AND state = 'pending' AND kind IN ('reply', 'question')`, sessionID); err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
 	if err := queueNotice(ctx, tx, sessionID, master.OutSummary, threadID, summary); err != nil {

@@ -14,43 +14,63 @@ import (
 
 const turnColumns = `u.id, u.session_id, u.message_id, u.guild_id, u.channel_id, u.author_id, u.content,
 	u.state, u.round, coalesce(u.status_message_id, ''), coalesce(u.reply_message_id, ''), u.created_at, u.updated_at,
-	coalesce(u.report_id, 0), u.master_failures, u.not_before`
+	coalesce(u.report_id, 0), u.master_failures, u.not_before, u.master_calls`
 
-func scanTurn(row pgx.Row) (master.Turn, error) {
+// scanTurn reads one row of turnColumns followed by extra columns.
+func scanTurn(row pgx.Row, extra ...any) (master.Turn, error) {
 	var t master.Turn
 	var notBefore *time.Time
-	err := row.Scan(&t.ID, &t.SessionID, &t.MessageID, &t.GuildID, &t.ChannelID, &t.AuthorID, &t.Content,
-		&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt, &t.ReportID, &t.MasterFailures, &notBefore)
+	dest := append([]any{&t.ID, &t.SessionID, &t.MessageID, &t.GuildID, &t.ChannelID, &t.AuthorID, &t.Content,
+		&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt, &t.ReportID,
+		&t.MasterFailures, &notBefore, &t.MasterCalls}, extra...)
+	err := row.Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Turn{}, master.ErrNotFound
 	}
-	if notBefore != nil {
-		t.NotBefore = *notBefore
-	}
+	t.NotBefore = orZero(notBefore)
 	return t, err
+}
+
+// turnSortKey orders a turn among its session's: the snowflake of its
+// Discord message, or of the time it is recorded for a turn without one
+// (a report's, a brief's).
+func turnSortKey(messageID string) int64 {
+	if n, ok := master.ParseSnowflake(messageID); ok {
+		return n
+	}
+	return master.Snowflake(time.Now())
 }
 
 // RecordTurn stores a message as a queued turn of its session. It is
 // idempotent on the Discord message id: a redelivery returns the first
-// turn with created false. A turn that waited for the user's answer is
-// closed: this message answers it, and the history carries both; but when
-// the question was asked for workers that need information, the message
-// goes back to them and the waiting turn runs again (the message's own
-// turn is then done at once).
+// turn with created false. Turns are answered in the order of their
+// messages' ids, whatever order they are recorded in. A turn that waited
+// for the user's answer is closed: this message answers it, and the
+// history carries both; but when the question was asked for workers that
+// need information, the message goes back to them and the waiting turn
+// runs again (the message's own turn is then done at once).
+//
+// A turn given with state master.TurnRefused is recorded as refused: it
+// is never answered, and never picked up again.
 func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, bool, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
 	}
 	defer tx.Rollback(ctx)
+	state := master.TurnQueued
+	if t.State == master.TurnRefused {
+		state = master.TurnRefused
+	}
+	key := turnSortKey(t.MessageID)
 	turn, err := scanTurn(tx.QueryRow(ctx, `
-		INSERT INTO turns AS u (session_id, message_id, guild_id, channel_id, author_id, content)
-		VALUES ($1, $2, $3, $4, $5, $6)
+		INSERT INTO turns AS u (session_id, message_id, guild_id, channel_id, author_id, content, sort_key, state)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (message_id) DO NOTHING
 		RETURNING `+turnColumns,
-		t.SessionID, t.MessageID, t.GuildID, t.ChannelID, t.AuthorID, t.Content))
+		t.SessionID, t.MessageID, t.GuildID, t.ChannelID, t.AuthorID, master.CleanText(t.Content), key, state))
 	if errors.Is(err, master.ErrNotFound) {
-		turn, err = scanTurn(s.pool.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns u WHERE u.message_id = $1`, t.MessageID))
+		turn, err = scanTurn(tx.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns u WHERE u.message_id = $1`, t.MessageID))
 		if err != nil {
 			return master.Turn{}, false, fmt.Errorf("record turn: existing: %w", err)
 		}
@@ -59,14 +79,17 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, boo
 	if err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
 	}
-	answered, err := answerWaitingTurn(ctx, tx, t.SessionID, turn.ID, t.Content)
+	if state == master.TurnRefused {
+		return turn, true, tx.Commit(ctx)
+	}
+	answered, err := answerWaitingTurn(ctx, tx, t.SessionID, turn.ID, key, master.CleanText(t.Content))
 	if err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: answer workers: %w", err)
 	}
 	if answered {
 		turn.State = master.TurnDone
 	} else if _, err := tx.Exec(ctx, `UPDATE turns SET state = 'done', updated_at = now()
-		WHERE session_id = $1 AND state = 'waiting' AND id < $2`, t.SessionID, turn.ID); err != nil {
+		WHERE session_id = $1 AND state = 'waiting' AND sort_key < $2`, t.SessionID, key); err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: close waiting: %w", err)
 	}
 	if err := notify(ctx, tx, t.SessionID); err != nil {
@@ -78,20 +101,23 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, boo
 	return turn, true, nil
 }
 
-// PendingSessions lists active sessions whose oldest open turn needs its
-// master now: not started yet, or every task of its current round has
-// ended. Sessions whose master is leased to another live owner are left
-// out.
+// PendingSessions lists active sessions whose next turn needs its master
+// now: not started yet, or every task of its current round has ended. A
+// session's next turn is its running one, else its first queued one in
+// message order. Sessions whose master is leased to another live owner are
+// left out.
 func (s *Store) PendingSessions(ctx context.Context, owner string) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT u.session_id
-		FROM turns u
-		JOIN sessions s ON s.id = u.session_id
-		WHERE u.state IN ('queued', 'running')
-		  AND s.state = 'active'
+		SELECT s.id
+		FROM sessions s
+		CROSS JOIN LATERAL (
+			SELECT u.id, u.round, u.not_before FROM turns u
+			WHERE u.session_id = s.id AND u.state IN ('queued', 'running')
+			ORDER BY u.state = 'running' DESC, u.sort_key, u.id
+			LIMIT 1
+		) u
+		WHERE s.state = 'active'
 		  AND (s.master_owner IS NULL OR s.master_owner = $1 OR s.master_lease_until < now())
-		  AND NOT EXISTS (SELECT 1 FROM turns e
-		                  WHERE e.session_id = u.session_id AND e.state IN ('queued', 'running') AND e.id < u.id)
 		  AND NOT EXISTS (SELECT 1 FROM tasks k
 		                  WHERE k.turn_id = u.id AND k.round = u.round AND k.state IN ('queued', 'running'))
 		  AND (u.not_before IS NULL OR u.not_before <= now())
@@ -131,13 +157,14 @@ func (s *Store) ReleaseMaster(ctx context.Context, sessionID int64, owner string
 	return nil
 }
 
-// OpenTurn returns the session's oldest queued or running turn, moving a
-// queued one to running; master.ErrNotFound when there is none.
+// OpenTurn returns the session's running turn, else its first queued one
+// in message order, moving it to running; master.ErrNotFound when there
+// is none.
 func (s *Store) OpenTurn(ctx context.Context, sessionID int64) (master.Turn, error) {
 	turn, err := scanTurn(s.pool.QueryRow(ctx, `
 		WITH next AS (
 			SELECT id FROM turns WHERE session_id = $1 AND state IN ('queued', 'running')
-			ORDER BY id LIMIT 1
+			ORDER BY state = 'running' DESC, sort_key, id LIMIT 1
 		)
 		UPDATE turns u SET state = 'running', updated_at = CASE WHEN u.state = 'queued' THEN now() ELSE u.updated_at END
 		FROM next WHERE u.id = next.id
@@ -149,19 +176,30 @@ func (s *Store) OpenTurn(ctx context.Context, sessionID int64) (master.Turn, err
 }
 
 // History returns up to limit finished turns of a session before turn
-// beforeID, oldest first, each with the answer the team posted. Turns
-// that ended in a question keep their task results.
+// beforeID, oldest first, each with the last answer the team posted for
+// it (its reply, or the question it ended on). Turns that ended in a
+// question keep their task results. It reads in one transaction.
 func (s *Store) History(ctx context.Context, sessionID, beforeID int64, limit int) ([]master.Exchange, error) {
-	rows, err := s.pool.Query(ctx, `
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, `
 		SELECT u.id, u.author_id, u.content,
-		       coalesce(string_agg(o.content, E'\n' ORDER BY o.part), ''),
-		       coalesce(bool_or(o.kind = 'question'), false)
-		FROM (SELECT id, author_id, content FROM turns
-		      WHERE session_id = $1 AND id < $2 AND state = 'done'
-		      ORDER BY id DESC LIMIT $3) u
-		LEFT JOIN outbox o ON o.turn_id = u.id AND o.kind IN ('reply', 'question')
-		GROUP BY u.id, u.author_id, u.content
-		ORDER BY u.id`, sessionID, beforeID, limit)
+		       coalesce((SELECT string_agg(o.content, E'\n' ORDER BY o.part) FROM outbox o
+		                 WHERE o.turn_id = u.id AND o.kind = last.kind AND o.seq = last.seq), ''),
+		       coalesce(last.kind = 'question', false)
+		FROM (SELECT id, author_id, content, sort_key FROM turns
+		      WHERE session_id = $1 AND state = 'done'
+		        AND sort_key < (SELECT sort_key FROM turns WHERE id = $2)
+		      ORDER BY sort_key DESC, id DESC LIMIT $3) u
+		LEFT JOIN LATERAL (
+			SELECT o.kind, o.seq FROM outbox o
+			WHERE o.turn_id = u.id AND o.kind IN ('reply', 'question')
+			ORDER BY o.id DESC LIMIT 1
+		) last ON true
+		ORDER BY u.sort_key, u.id`, sessionID, beforeID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
@@ -173,17 +211,29 @@ func (s *Store) History(ctx context.Context, sessionID, beforeID int64, limit in
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	for i := range history {
-		if !history[i].Asked {
-			continue
+	var asked []int64
+	index := map[int64]int{}
+	for i, e := range history {
+		if e.Asked {
+			asked = append(asked, e.TurnID)
+			index[e.TurnID] = i
 		}
-		tasks, err := s.TurnTasks(ctx, history[i].TurnID)
-		if err != nil {
-			return nil, fmt.Errorf("history: %w", err)
-		}
-		history[i].Results = tasks
 	}
-	return history, nil
+	if len(asked) > 0 {
+		rows, err := tx.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.turn_id = ANY ($1) ORDER BY t.id`, asked)
+		if err != nil {
+			return nil, fmt.Errorf("history: results: %w", err)
+		}
+		tasks, err := collectTasks(rows)
+		if err != nil {
+			return nil, fmt.Errorf("history: results: %w", err)
+		}
+		for _, t := range tasks {
+			i := index[t.TurnID]
+			history[i].Results = append(history[i].Results, t)
+		}
+	}
+	return history, tx.Commit(ctx)
 }
 
 // checkGuard locks the guarded turn, or returns master.ErrStale when the
@@ -200,15 +250,20 @@ func checkGuard(ctx context.Context, tx pgx.Tx, g master.Guard) (master.Turn, er
 	return turn, err
 }
 
-// outNonce is a Discord nonce (at most 25 characters) unique to a turn's
-// message part.
-func outNonce(turnID int64, kind master.OutKind, part int) string {
+// outNonce is a Discord nonce (at most 25 characters) unique to a part of
+// a turn's reply, or of its seq-th question.
+func outNonce(turnID int64, kind master.OutKind, seq, part int) string {
+	if kind == master.OutQuestion {
+		return fmt.Sprintf("t%dq%d.%d", turnID, seq, part)
+	}
 	return fmt.Sprintf("t%d%c%d", turnID, kind[0], part)
 }
 
 // Finish ends a guarded turn: its reply or question goes to the outbox,
 // part by part, and the turn takes f.State, in one transaction. The
-// unique (turn, kind, part) key makes a second finish impossible.
+// unique (turn, kind, seq, part) key allows one reply per turn; a turn may
+// ask any number of questions (a turn resumed by the user's answer may
+// ask again), each numbered by seq and posted once.
 func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -219,21 +274,15 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 	if err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
-	n := len(f.Parts)
-	replyTo, nonces, parts := make([]string, n), make([]string, n), make([]int32, n)
-	for i := range f.Parts {
-		parts[i] = int32(i)
-		nonces[i] = outNonce(turn.ID, f.Kind, i)
+	seq := 0
+	if f.Kind == master.OutQuestion {
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq) + 1, 0) FROM outbox WHERE turn_id = $1 AND kind = 'question'`,
+			turn.ID).Scan(&seq); err != nil {
+			return fmt.Errorf("finish turn: question number: %w", err)
+		}
 	}
-	if turn.AuthorID != "" { // a report's or a brief's turn has no message to reply to
-		replyTo[0] = turn.MessageID // only the first part carries the reference
-	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO outbox (session_id, turn_id, kind, channel_id, reply_to, content, part, nonce)
-		SELECT $1, $2, $3, $4, nullif(p.reply_to, ''), p.content, p.part, p.nonce
-		FROM unnest($5::text[], $6::text[], $7::int[], $8::text[]) AS p(content, reply_to, part, nonce)`,
-		g.SessionID, turn.ID, f.Kind, turn.ChannelID, f.Parts, replyTo, parts, nonces); err != nil {
-		return fmt.Errorf("finish turn: outbox: %w", err)
+	if err := queueTurnParts(ctx, tx, turn, f.Kind, seq, f.Parts); err != nil {
+		return fmt.Errorf("finish turn: %w", err)
 	}
 	if err := s.enqueueBlocked(ctx, tx, turn, f.Kind); err != nil {
 		return fmt.Errorf("finish turn: %w", err)
@@ -249,6 +298,30 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("finish turn: %w", err)
+	}
+	return nil
+}
+
+// queueTurnParts writes a turn's reply (or its seq-th question) to the
+// outbox, part by part; only the first part replies to the turn's
+// message.
+func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind master.OutKind, seq int, texts []string) error {
+	n := len(texts)
+	replyTo, nonces, parts, contents := make([]string, n), make([]string, n), make([]int32, n), make([]string, n)
+	for i, p := range texts {
+		parts[i] = int32(i)
+		nonces[i] = outNonce(turn.ID, kind, seq, i)
+		contents[i] = master.CleanText(p)
+	}
+	if turn.AuthorID != "" && n > 0 { // a report's or a brief's turn has no message to reply to
+		replyTo[0] = turn.MessageID
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO outbox (session_id, turn_id, kind, channel_id, reply_to, content, part, nonce, seq)
+		SELECT $1, $2, $3, $4, nullif(p.reply_to, ''), p.content, p.part, p.nonce, $9
+		FROM unnest($5::text[], $6::text[], $7::int[], $8::text[]) AS p(content, reply_to, part, nonce)`,
+		turn.SessionID, turn.ID, kind, turn.ChannelID, contents, replyTo, parts, nonces, seq); err != nil {
+		return fmt.Errorf("outbox: %w", err)
 	}
 	return nil
 }
@@ -353,23 +426,96 @@ func replaceRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mas
 	return removed, nil
 }
 
-// DeferTurn puts off the guarded turn's next master decision by retryIn,
-// counting a failure: the model could not be reached.
-func (s *Store) DeferTurn(ctx context.Context, g master.Guard, retryIn time.Duration) error {
+// FailTurn counts a failed master decision on the guarded turn and puts
+// its next one off by retryIn; it returns the failures counted so far.
+// The guard's round is not checked: a failure may follow a change the
+// decision made.
+func (s *Store) FailTurn(ctx context.Context, g master.Guard, retryIn time.Duration) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `
+		UPDATE turns u SET master_failures = u.master_failures + 1,
+		       not_before = now() + $4::interval, updated_at = now()
+		FROM sessions s
+		WHERE u.id = $1 AND s.id = u.session_id AND u.session_id = $2 AND u.state = 'running'
+		  AND s.state = 'active' AND s.master_owner = $3
+		RETURNING u.master_failures`, g.TurnID, g.SessionID, g.Owner, retryIn).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("fail turn %d: %w", g.TurnID, master.ErrStale)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("fail turn: %w", err)
+	}
+	return n, nil
+}
+
+// CountMasterCall counts one more master model call on the guarded turn,
+// before it is made, and returns the count; master.ErrCeiling when the
+// turn has made max calls already (the count then stays).
+func (s *Store) CountMasterCall(ctx context.Context, g master.Guard, max int) (int, error) {
+	var n int
+	var over bool
+	err := s.pool.QueryRow(ctx, `
+		WITH t AS (
+			SELECT u.id, u.master_calls FROM turns u JOIN sessions s ON s.id = u.session_id
+			WHERE u.id = $1 AND u.session_id = $2 AND u.state = 'running'
+			  AND s.state = 'active' AND s.master_owner = $3
+		), counted AS (
+			UPDATE turns u SET master_calls = u.master_calls + 1
+			FROM t WHERE u.id = t.id AND t.master_calls < $4
+			RETURNING u.master_calls
+		)
+		SELECT coalesce((SELECT master_calls FROM counted), (SELECT master_calls FROM t)),
+		       NOT EXISTS (SELECT 1 FROM counted)
+		FROM t`, g.TurnID, g.SessionID, g.Owner, max).Scan(&n, &over)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("count master call on turn %d: %w", g.TurnID, master.ErrStale)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("count master call: %w", err)
+	}
+	if over {
+		return n, fmt.Errorf("turn %d made %d master calls: %w", g.TurnID, n, master.ErrCeiling)
+	}
+	return n, nil
+}
+
+// AbandonTurn ends a running turn whatever its round, the last resort when
+// finishing it normally failed: text is queued as its reply unless it has
+// one, and the turn is done. It needs only the master lease.
+func (s *Store) AbandonTurn(ctx context.Context, g master.Guard, text string) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("defer turn: %w", err)
+		return fmt.Errorf("abandon turn: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := checkGuard(ctx, tx, g); err != nil {
-		return fmt.Errorf("defer turn: %w", err)
+	turn, err := scanTurn(tx.QueryRow(ctx, `
+		SELECT `+turnColumns+` FROM turns u JOIN sessions s ON s.id = u.session_id
+		WHERE u.id = $1 AND u.session_id = $2 AND u.state = 'running'
+		  AND s.state = 'active' AND s.master_owner = $3
+		FOR UPDATE OF u`, g.TurnID, g.SessionID, g.Owner))
+	if errors.Is(err, master.ErrNotFound) {
+		return fmt.Errorf("abandon turn %d: %w", g.TurnID, master.ErrStale)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE turns SET master_failures = master_failures + 1,
-		not_before = now() + $2::interval, updated_at = now() WHERE id = $1`, g.TurnID, retryIn); err != nil {
-		return fmt.Errorf("defer turn: %w", err)
+	if err != nil {
+		return fmt.Errorf("abandon turn: %w", err)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("defer turn: %w", err)
+	var replied bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE turn_id = $1 AND kind = 'reply')`, turn.ID).Scan(&replied); err != nil {
+		return fmt.Errorf("abandon turn: %w", err)
 	}
-	return nil
+	if !replied {
+		if err := queueTurnParts(ctx, tx, turn, master.OutReply, 0, []string{text}); err != nil {
+			return fmt.Errorf("abandon turn: %w", err)
+		}
+	}
+	if _, err := cancelTurnTasks(ctx, tx, turn.ID, "the turn was ended"); err != nil {
+		return fmt.Errorf("abandon turn: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE turns SET state = 'done', updated_at = now() WHERE id = $1`, turn.ID); err != nil {
+		return fmt.Errorf("abandon turn: %w", err)
+	}
+	if err := notify(ctx, tx, g.SessionID); err != nil {
+		return fmt.Errorf("abandon turn: %w", err)
+	}
+	return tx.Commit(ctx)
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -53,7 +52,7 @@ func (s *Store) enqueueWebhook(ctx context.Context, tx pgx.Tx, sessionID int64, 
 	}
 	env.Session.URL = jumpURL(env.Session.GuildID, env.Session.ThreadID)
 	env.At = at.UTC().Format(time.RFC3339Nano)
-	body, err := json.Marshal(env)
+	body, err := marshalJSON(env)
 	if err != nil {
 		return fmt.Errorf("webhook %s: %w", kind, err)
 	}
@@ -237,7 +236,7 @@ func (s *Store) RecordWebhook(ctx context.Context, r master.WebhookResult) error
 	case !r.Delivered:
 		payload["retry_in_ms"] = r.RetryIn.Milliseconds()
 	}
-	b, err := json.Marshal(payload)
+	b, err := marshalJSON(payload)
 	if err != nil {
 		return fmt.Errorf("record webhook: %w", err)
 	}

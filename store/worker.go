@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -43,6 +42,7 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 // Progress records a running task's PROGRESS signal. master.ErrStale when
 // the task is no longer this attempt's.
 func (s *Store) Progress(ctx context.Context, taskID int64, attempt int, percent int, note string) error {
+	note = master.CleanText(note)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("progress: %w", err)
@@ -57,7 +57,7 @@ func (s *Store) Progress(ctx context.Context, taskID int64, attempt int, percent
 	if err != nil {
 		return fmt.Errorf("progress: %w", err)
 	}
-	payload, err := json.Marshal(struct {
+	payload, err := marshalJSON(struct {
 		Percent int    `json:"percent"`
 		Note    string `json:"note"`
 	}{min(max(percent, 0), 100), note})

@@ -52,7 +52,7 @@ const (
 	DefaultSlots       = 4
 	DefaultLease       = 30 * time.Second
 	DefaultPoll        = 2 * time.Second
-	DefaultSweepEvery  = 5 * time.Second
+	DefaultSweepEvery  = time.Second
 	DefaultTaskTimeout = 5 * time.Minute
 	DefaultMaxSteps    = 8
 )

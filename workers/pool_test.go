@@ -362,10 +362,10 @@ func TestConfigDefaults(t *testing.T) {
 	}{
 		{name: "zero", in: Config{},
 			want: Config{Slots: 4, Lease: 30 * time.Second, Heartbeat: 10 * time.Second, Poll: 2 * time.Second,
-				SweepEvery: 5 * time.Second, TaskTimeout: 5 * time.Minute, MaxSteps: 8}},
+				SweepEvery: time.Second, TaskTimeout: 5 * time.Minute, MaxSteps: 8}},
 		{name: "heartbeat not below lease", in: Config{Lease: 6 * time.Second, Heartbeat: 6 * time.Second},
 			want: Config{Slots: 4, Lease: 6 * time.Second, Heartbeat: 2 * time.Second, Poll: 2 * time.Second,
-				SweepEvery: 5 * time.Second, TaskTimeout: 5 * time.Minute, MaxSteps: 8}},
+				SweepEvery: time.Second, TaskTimeout: 5 * time.Minute, MaxSteps: 8}},
 		{name: "kept", in: Config{ID: "me", Slots: 1, Lease: time.Minute, Heartbeat: time.Second, Poll: time.Second,
 			SweepEvery: -1, TaskTimeout: time.Hour, MaxSteps: 3, WorkerModel: "m"},
 			want: Config{ID: "me", Slots: 1, Lease: time.Minute, Heartbeat: time.Second, Poll: time.Second,

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -66,9 +68,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	model := llm.New(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
 		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, log) // llm reads 0 as its default and a negative as none
 	listener := st.NewListener()
+	live := st.NewLiveness(owner)
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return listener.Run(ctx) })
+	g.Go(func() error { return live.Run(ctx) })
+	g.Go(func() error { checkModels(ctx, model, cfg, log); return nil })
 	wake := func() <-chan string {
 		ch, _ := listener.Subscribe()
 		return ch
@@ -103,13 +108,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks,
 			MaxRoles: lim.MaxWorkers, History: lim.History, SessionTokens: lim.SessionTokens,
 			Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
-			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry,
+			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth,
 			MaxActiveSessions: cfg.HandBack.MaxActiveSessions, ReportCap: cfg.HandBack.ReportCap,
 			Channels: b.Channels(), Service: svc,
 		}, st, model, log)
 		out := b.Messenger()
-		disp := master.NewDispatcher(master.DispatcherConfig{Owner: owner, Wake: wake()}, st, out, log)
+		disp := master.NewDispatcher(master.DispatcherConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake()}, st, out, log)
 		pres := master.NewPresenter(master.PresenterConfig{}, st, out, log)
 		g.Go(func() error { return b.Run(ctx) })
 		g.Go(func() error { return orch.Run(ctx) })
@@ -129,6 +134,30 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		return nil
 	}
 	return err
+}
+
+// checkModels warns when the LLM server does not list the master's or the
+// workers' model. Only a warning: some servers list nothing.
+func checkModels(ctx context.Context, model *llm.Client, cfg config.Config, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ids, err := model.Models(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("could not list the LLM server's models; is OPENAI_BASE_URL right?", "base_url", cfg.OpenAIBaseURL, "err", err)
+		}
+		return
+	}
+	if len(ids) == 0 {
+		return
+	}
+	for _, m := range []struct{ name, v, model string }{
+		{"master", "CALLON_MASTER_MODEL", cfg.MasterModel}, {"worker", "CALLON_WORKER_MODEL", cfg.WorkerModel},
+	} {
+		if !slices.Contains(ids, m.model) {
+			log.Warn("the LLM server does not list the "+m.name+" model: calls to it will fail", "model", m.model, "variable", m.v, "base_url", cfg.OpenAIBaseURL, "models", master.Truncate(strings.Join(ids, ", "), 300))
+		}
+	}
 }
 
 // serveHealth answers GET /healthz: 200 when Postgres answers.

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/callonbot/callon/llm/llmtest"
+)
+
+// A worker that needs information twice in one turn: the master asks the
+// user each time, the user answers each time, and the same turn goes on.
+// Each question is posted once, the turn ends with one reply, and the
+// model is called exactly as often as the story needs.
+func TestTwoQuestionsInOneTurn(t *testing.T) {
+	t.Parallel()
+	ask := func(q string) llmtest.Reply { return llmtest.Call("ask_user", map[string]any{"question": q}) }
+	w := setup(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, llmtest.Seq(
+			delegate(task{Role: "planner", Instruction: "plan the offsite"}),
+			ask("How many people?"),
+			ask("Which city?"),
+			reply("Plan for 12 people in Lyon."),
+			reply("Anything else?"))),
+		llmtest.Match("You are the planner", llmtest.Seq(
+			needInfo("How many people?"),
+			needInfo("Which city?"),
+			report("PLAN-12-LYON")))))
+	thread := w.team("Offsite")
+	msg := w.say(thread, "plan our offsite")
+	if got := w.waitReply(thread, msg); got != "How many people?" {
+		t.Fatalf("first answer = %q, want the first question", got)
+	}
+	w.say(thread, "12 of us")
+	w.dc.WaitFor(t, func() bool { return w.lastBotMessage(thread) == "Which city?" }, "the second question")
+	w.say(thread, "Lyon")
+	w.dc.WaitFor(t, func() bool { return w.lastBotMessage(thread) == "Plan for 12 people in Lyon." }, "the plan")
+	count := map[string]int{}
+	for _, m := range w.botMessages(thread) {
+		count[m.Content]++
+	}
+	for _, text := range []string{"How many people?", "Which city?", "Plan for 12 people in Lyon."} {
+		if count[text] != 1 {
+			t.Errorf("%q posted %d times, want once", text, count[text])
+		}
+	}
+	if n := len(w.ai.Requests()); n != 7 {
+		t.Errorf("got %d model calls, want 7 (master, planner, master, planner, master, planner, master)", n)
+	}
+	// The thread is not wedged: the next message is answered.
+	next := w.say(thread, "thanks")
+	if got := w.waitReply(thread, next); got != "Anything else?" {
+		t.Errorf("reply to the next message = %q", got)
+	}
+}
+
+// A model answer that Postgres cannot store as it is (a NUL byte) is
+// cleaned, not looped on.
+func TestModelTextWithNULIsStored(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Seq(reply("before\x00after")))))
+	thread := w.team("NUL")
+	msg := w.say(thread, "hi")
+	if got := w.waitReply(thread, msg); !strings.HasPrefix(got, "before") || !strings.HasSuffix(got, "after") || strings.ContainsRune(got, 0) {
+		t.Errorf("reply = %q, want the text without its NUL", got)
+	}
+	if n := len(w.ai.Requests()); n != 1 {
+		t.Errorf("got %d model calls, want 1", n)
+	}
+}
+
+// lastBotMessage is the content of the bot's latest message in a channel
+// that is not a status message.
+func (w *world) lastBotMessage(channelID string) string {
+	msgs := w.botMessages(channelID)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if !isStatus(msgs[i]) {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}
