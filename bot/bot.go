@@ -111,16 +111,17 @@ func (b *Bot) Run(ctx context.Context) error {
 	return nil
 }
 
-func (b *Bot) onReady(_ *discordgo.Session, r *discordgo.Ready) {
-	b.log.Debug("gateway ready", "session", r.SessionID, "guilds", len(r.Guilds))
-}
-
 // goWork runs f on a goroutine owned by the bot, with a context derived
-// from its lifetime.
+// from its lifetime and, unless timeout is 0, bounded by timeout.
 func (b *Bot) goWork(timeout time.Duration, f func(ctx context.Context)) {
 	b.wg.Go(func() {
-		ctx, cancel := context.WithTimeout(b.ctx, timeout)
+		ctx, cancel := context.WithCancel(b.ctx)
 		defer cancel()
+		if timeout > 0 {
+			var stop context.CancelFunc
+			ctx, stop = context.WithTimeout(ctx, timeout)
+			defer stop()
+		}
 		// One bad interaction must not take the bot down with it.
 		defer func() {
 			if r := recover(); r != nil {
@@ -142,15 +143,20 @@ func (b *Bot) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
 	if b.route(b.ctx, in) == nil {
 		return
 	}
-	// Postgres may be restarting: keep trying in the background rather
-	// than lose the message (the turn is idempotent on its id).
-	b.goWork(10*time.Minute, func(ctx context.Context) {
-		for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+	// Postgres may be restarting: keep trying in the background, for as
+	// long as the bot runs, rather than lose the message (the turn is
+	// idempotent on its id, and turns are answered in message order
+	// whenever they are recorded). If the bot stops first, the catch-up
+	// at the next start finds the message.
+	b.goWork(0, func(ctx context.Context) {
+		for n := 1; ; n++ {
+			t := time.NewTimer(master.Backoff(n, time.Second, time.Minute))
 			select {
 			case <-ctx.Done():
-				b.log.Error("message not routed", "message_id", in.ID, "channel_id", in.ChannelID, "err", ctx.Err())
+				t.Stop()
+				b.log.Warn("message not routed before stopping; the next start catches it up", "message_id", in.ID, "channel_id", in.ChannelID)
 				return
-			case <-time.After(wait):
+			case <-t.C:
 			}
 			if b.route(ctx, in) == nil {
 				return

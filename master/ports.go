@@ -21,6 +21,11 @@ type Store interface {
 	StartSession(ctx context.Context, s Session, roster []Role, kickoff, brief string) (Session, error)
 	// ActiveSession returns the active session of a thread, or ErrNotFound.
 	ActiveSession(ctx context.Context, threadID string) (Session, error)
+	// CatchUpPoints lists every active session with where its thread's
+	// catch-up starts.
+	CatchUpPoints(ctx context.Context) ([]CatchUpPoint, error)
+	// Notice queues a message in an active session's thread.
+	Notice(ctx context.Context, sessionID int64, text string) error
 	Session(ctx context.Context, id int64) (Session, error)
 	Roster(ctx context.Context, sessionID int64) ([]Role, error)
 

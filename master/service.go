@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -134,4 +137,116 @@ func (s *Service) HandleMessage(ctx context.Context, m Incoming) (bool, error) {
 		return false, fmt.Errorf("record turn: %w", err)
 	}
 	return created, nil
+}
+
+// CatchUpMax bounds how many messages one thread's catch-up turns into
+// turns; the ones beyond are recorded as refused, and one notice in the
+// thread says so.
+const CatchUpMax = 20
+
+// catchUpWindow is how far before a thread's last recorded message the
+// catch-up looks again, for a message whose routing failed while later
+// ones got through.
+const catchUpWindow = 10 * time.Minute
+
+// catchUpRead bounds how many messages one thread's catch-up reads.
+const catchUpRead = 1000
+
+// CatchUpPoint is where a session's catch-up starts reading its thread.
+type CatchUpPoint struct {
+	SessionID int64
+	GuildID   string
+	ThreadID  string
+	Started   time.Time // when the session started
+	// Last is the id of the thread's latest message recorded as a turn;
+	// "" when none is.
+	Last string
+}
+
+// ThreadReader reads Discord threads' history.
+type ThreadReader interface {
+	// MessagesAfter returns up to limit messages of a channel posted after
+	// the message id after, oldest first.
+	MessagesAfter(ctx context.Context, channelID, after string, limit int) ([]Incoming, error)
+}
+
+// CatchUp records the messages posted in active sessions' threads while
+// nothing was listening (a restart, a gateway session that could not be
+// resumed): each thread is read from shortly before its last recorded
+// message on, and the messages found are routed as if they had just
+// arrived, in Discord's order (recording is idempotent, so a message
+// seen before changes nothing). At most CatchUpMax turns are started per
+// thread. handles says whether this process serves a guild. It returns
+// how many turns it recorded; a thread that cannot be read is skipped
+// with its error joined to the result.
+func (s *Service) CatchUp(ctx context.Context, r ThreadReader, handles func(guildID string) bool) (int, error) {
+	points, err := s.store.CatchUpPoints(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("catch up: %w", err)
+	}
+	var (
+		mu    sync.Mutex
+		total int
+		errs  []error
+	)
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for _, p := range points {
+		if handles != nil && !handles(p.GuildID) {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			n, err := s.catchUpThread(ctx, r, p)
+			mu.Lock()
+			defer mu.Unlock()
+			total += n
+			if err != nil {
+				errs = append(errs, fmt.Errorf("thread %s: %w", p.ThreadID, err))
+			}
+		})
+	}
+	wg.Wait()
+	return total, errors.Join(errs...)
+}
+
+func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, p CatchUpPoint) (int, error) {
+	from := p.Started
+	if t := SnowflakeTime(p.Last).Add(-catchUpWindow); t.After(from) {
+		from = t
+	}
+	msgs, err := r.MessagesAfter(ctx, p.ThreadID, strconv.FormatInt(Snowflake(from)-1, 10), catchUpRead)
+	if err != nil {
+		return 0, err
+	}
+	recorded, refused := 0, 0
+	for _, m := range msgs {
+		if m.AuthorBot || strings.TrimSpace(m.Content) == "" {
+			continue
+		}
+		t := Turn{SessionID: p.SessionID, MessageID: m.ID, GuildID: p.GuildID, ChannelID: p.ThreadID,
+			AuthorID: m.AuthorID, Content: CleanText(m.Content), State: TurnQueued}
+		if recorded >= CatchUpMax {
+			t.State = TurnRefused
+		}
+		_, created, err := s.store.RecordTurn(ctx, t)
+		if err != nil {
+			return recorded, err
+		}
+		switch {
+		case created && t.State == TurnRefused:
+			refused++
+		case created:
+			recorded++
+		}
+	}
+	if refused > 0 {
+		notice := fmt.Sprintf("⚠️ I was offline and missed %d messages here. I picked up the first %d; "+
+			"the other %d will not be answered, so please send again what still matters.", recorded+refused, recorded, refused)
+		if err := s.store.Notice(ctx, p.SessionID, notice); err != nil {
+			return recorded, err
+		}
+	}
+	return recorded, nil
 }

@@ -196,3 +196,49 @@ func (s *Store) ThreadSessions(ctx context.Context, threadID string) ([]int64, e
 	}
 	return ids, nil
 }
+
+// CatchUpPoints lists every active session with the id of the latest
+// Discord message of its thread recorded as a turn.
+func (s *Store) CatchUpPoints(ctx context.Context) ([]master.CatchUpPoint, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT s.id, s.guild_id, s.thread_id, s.created_at,
+		       coalesce((SELECT max(u.sort_key) FROM turns u
+		                 WHERE u.session_id = s.id AND u.message_id ~ '^[0-9]+$')::text, '')
+		FROM sessions s WHERE s.state = 'active' ORDER BY s.id`)
+	if err != nil {
+		return nil, fmt.Errorf("catch-up points: %w", err)
+	}
+	points, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.CatchUpPoint, error) {
+		var p master.CatchUpPoint
+		err := r.Scan(&p.SessionID, &p.GuildID, &p.ThreadID, &p.Started, &p.Last)
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("catch-up points: %w", err)
+	}
+	return points, nil
+}
+
+// Notice queues a message in an active session's thread.
+func (s *Store) Notice(ctx context.Context, sessionID int64, text string) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("notice: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	var threadID string
+	err = tx.QueryRow(ctx, `SELECT thread_id FROM sessions WHERE id = $1 AND state = 'active'`, sessionID).Scan(&threadID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("notice: session %d: %w", sessionID, master.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("notice: %w", err)
+	}
+	if err := queueNotice(ctx, tx, sessionID, master.OutNotice, threadID, text); err != nil {
+		return fmt.Errorf("notice: %w", err)
+	}
+	if err := notify(ctx, tx, sessionID); err != nil {
+		return fmt.Errorf("notice: %w", err)
+	}
+	return tx.Commit(ctx)
+}

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/callonbot/callon/bot/discordtest"
 	"github.com/callonbot/callon/llm/llmtest"
+	"github.com/callonbot/callon/master"
 )
 
 // A worker that needs information twice in one turn: the master asks the
@@ -78,4 +81,86 @@ func (w *world) lastBotMessage(channelID string) string {
 		}
 	}
 	return ""
+}
+
+// Messages posted while callon is stopped are answered when it starts
+// again, in the order they were posted.
+func TestMessagesPostedWhileAwayAreAnswered(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.SeqFunc(
+		echoLast, echoLast, echoLast, echoLast))))
+	thread := w.team("Away")
+	first := w.say(thread, "one")
+	if got := w.waitReply(thread, first); got != "re: one" {
+		t.Fatalf("reply = %q", got)
+	}
+	w.stop()
+	msgs := []discordtest.Message{w.say(thread, "two"), w.say(thread, "three"), w.say(thread, "four")}
+	w.start()
+	for _, m := range msgs {
+		if got := w.waitReply(thread, m); got != "re: "+m.Content {
+			t.Errorf("reply to %q = %q", m.Content, got)
+		}
+	}
+	var order []string
+	for _, r := range w.ai.Requests() {
+		order = append(order, strings.TrimPrefix(r.Request.LastUser(), "<@"+w.dc.UserID()+">: "))
+	}
+	if got := strings.Join(order, ","); got != "one,two,three,four" {
+		t.Errorf("master saw %s, want one,two,three,four: turns are answered in Discord's order", got)
+	}
+}
+
+// echoLast replies "re: <the user's message>".
+func echoLast(r llmtest.Request) llmtest.Reply {
+	_, text, _ := strings.Cut(r.LastUser(), ": ")
+	return reply("re: " + text)
+}
+
+// A gateway session that cannot be resumed loses the dispatches sent
+// meanwhile; the catch-up after the new session's READY finds them.
+func TestMessagesLostWithTheGatewaySessionAreAnswered(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.SeqFunc(echoLast, echoLast))))
+	thread := w.team("Invalid session")
+	first := w.say(thread, "one")
+	w.waitReply(thread, first)
+	identifies := w.dc.GatewayStats().Identifies
+	w.dc.DropGateway()
+	lost := w.say(thread, "two") // queued for a resume that will fail
+	w.dc.InvalidateSession()
+	w.dc.WaitFor(t, func() bool { return w.dc.GatewayStats().Identifies > identifies }, "a new gateway session")
+	if got := w.waitReply(thread, lost); got != "re: two" {
+		t.Errorf("reply = %q", got)
+	}
+}
+
+// A flood of messages posted while away starts at most CatchUpMax turns;
+// the rest are refused with one notice, and never picked up later.
+func TestCatchUpIsBounded(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Always(reply("ok")))))
+	thread := w.team("Flood")
+	w.stop()
+	n := master.CatchUpMax + 3
+	for i := range n {
+		w.say(thread, fmt.Sprintf("message %d", i))
+	}
+	w.start()
+	w.dc.WaitFor(t, func() bool {
+		notices := 0
+		for _, m := range w.botMessages(thread) {
+			if strings.Contains(m.Content, "missed 23 messages") {
+				notices++
+			}
+		}
+		return notices == 1 && len(w.ai.Requests()) == master.CatchUpMax
+	}, "20 answers and a notice")
+	w.restart()
+	w.dc.WaitFor(t, func() bool { return w.dc.GatewayStats().Identifies >= 3 }, "the third start")
+	msg := w.say(thread, "after")
+	w.waitReply(thread, msg)
+	if got := len(w.ai.Requests()); got != master.CatchUpMax+1 {
+		t.Errorf("got %d master calls, want %d: refused messages are never answered", got, master.CatchUpMax+1)
+	}
 }

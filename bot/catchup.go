@@ -1,0 +1,60 @@
+package bot
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/callonbot/callon/master"
+)
+
+// onReady runs at every new gateway session (not after a resume, which
+// replays what was missed): what was posted in team threads meanwhile is
+// caught up.
+func (b *Bot) onReady(_ *discordgo.Session, r *discordgo.Ready) {
+	b.log.Debug("gateway ready", "session", r.SessionID, "guilds", len(r.Guilds))
+	b.goWork(10*time.Minute, func(ctx context.Context) {
+		n, err := b.svc.CatchUp(ctx, b, nil)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			b.log.Warn("catch up on missed messages", "recorded", n, "err", err)
+		case n > 0:
+			b.log.Info("caught up on missed messages", "recorded", n)
+		}
+	})
+}
+
+var _ master.ThreadReader = (*Bot)(nil)
+
+// MessagesAfter reads up to limit messages of a channel posted after the
+// message id after, oldest first, a page of 100 at a time.
+func (b *Bot) MessagesAfter(ctx context.Context, channelID, after string, limit int) ([]master.Incoming, error) {
+	var out []master.Incoming
+	for len(out) < limit {
+		page, err := b.s.ChannelMessages(channelID, min(100, limit-len(out)), "", after, "", discordgo.WithContext(ctx))
+		if err != nil {
+			return out, fmt.Errorf("read messages of %s: %w", channelID, err)
+		}
+		slices.SortFunc(page, func(x, y *discordgo.Message) int {
+			a, _ := master.ParseSnowflake(x.ID)
+			b, _ := master.ParseSnowflake(y.ID)
+			return cmp.Compare(a, b)
+		})
+		for _, m := range page {
+			in := master.Incoming{ID: m.ID, GuildID: m.GuildID, ChannelID: channelID, Content: m.Content}
+			if m.Author != nil {
+				in.AuthorID, in.AuthorBot = m.Author.ID, m.Author.Bot
+			}
+			out = append(out, in)
+		}
+		if len(page) < 100 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	return out, nil
+}
