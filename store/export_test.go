@@ -17,3 +17,8 @@ func SetListenerTimings(l *Listener, idleCheck, minBackoff, maxBackoff time.Dura
 
 // Deliver hands a wake to a listener's subscribers as a notification would.
 func Deliver(l *Listener, payload string) { l.deliver(payload) }
+
+// SetLivenessTimings shortens a liveness's waits for tests.
+func SetLivenessTimings(l *Liveness, backoff time.Duration) {
+	l.minBackoff, l.maxBackoff = backoff, backoff
+}

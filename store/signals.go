@@ -83,6 +83,7 @@ func addSignal(ctx context.Context, tx pgx.Tx, sessionID, taskID int64, kind mas
 	if payload == nil {
 		payload = []byte("{}")
 	}
+	payload = cleanJSON(payload)
 	var id int64
 	err := tx.QueryRow(ctx, `
 		INSERT INTO signals (session_id, task_id, kind, payload)

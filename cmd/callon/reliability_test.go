@@ -8,6 +8,7 @@ import (
 	"github.com/callonbot/callon/bot/discordtest"
 	"github.com/callonbot/callon/llm/llmtest"
 	"github.com/callonbot/callon/master"
+	"github.com/callonbot/callon/store/storetest"
 )
 
 // A worker that needs information twice in one turn: the master asks the
@@ -162,5 +163,72 @@ func TestCatchUpIsBounded(t *testing.T) {
 	w.waitReply(thread, msg)
 	if got := len(w.ai.Requests()); got != master.CatchUpMax+1 {
 		t.Errorf("got %d master calls, want %d: refused messages are never answered", got, master.CatchUpMax+1)
+	}
+}
+
+// A master that keeps delegating stops at the ceiling on model calls per
+// message, with an apology, however its decisions go.
+func TestMasterCallCeiling(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, llmtest.Always(delegate(task{Role: "researcher", Instruction: "again"}))),
+		llmtest.Match("You are the researcher", llmtest.Always(report("more")))),
+		"CALLON_MAX_MASTER_CALLS", "4")
+	thread := w.team("Ceiling")
+	msg := w.say(thread, "go")
+	if got := w.waitReply(thread, msg); !strings.Contains(got, "took more steps than I allow") {
+		t.Errorf("reply = %q, want the ceiling's apology", got)
+	}
+	var calls int
+	for _, r := range w.ai.Requests() {
+		if strings.Contains(r.Request.System(), masterPrompt) {
+			calls++
+		}
+	}
+	if calls != 4 {
+		t.Errorf("got %d master calls, want 4 (the ceiling)", calls)
+	}
+}
+
+// A model error that retrying cannot fix ends the turn at once, saying
+// what an operator must fix.
+func TestNonRetryableModelErrorAnswersAtOnce(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Always(llmtest.Status(404, "The model `gpt-4o` does not exist")))))
+	thread := w.team("Wrong model")
+	msg := w.say(thread, "hi")
+	if got := w.waitReply(thread, msg); !strings.Contains(got, "the model `gpt-4o` was not found on the LLM server") {
+		t.Errorf("reply = %q, want it to name the missing model", got)
+	}
+	if n := len(w.ai.Requests()); n != 1 {
+		t.Errorf("got %d model calls, want 1", n)
+	}
+}
+
+// A step that fails the same way every time is retried a bounded number
+// of times, then the turn ends with an apology; the next message is
+// answered.
+func TestRepeatedStepFailureEndsTheTurn(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Seq(
+		delegate(task{Role: "researcher", Instruction: "look"}),
+		delegate(task{Role: "researcher", Instruction: "look"}),
+		reply("fine now")))),
+		"CALLON_MASTER_RETRIES", "1")
+	// Every new task fails to be written: a deterministic store failure.
+	storetest.Exec(t, w.dbURL, `
+		CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused for the test'; END $$;
+		CREATE TRIGGER refuse BEFORE INSERT ON tasks FOR EACH ROW EXECUTE FUNCTION refuse();`)
+	thread := w.team("Failing")
+	msg := w.say(thread, "go")
+	if got := w.waitReply(thread, msg); !strings.Contains(got, "something went wrong on my side") {
+		t.Errorf("reply = %q, want an apology", got)
+	}
+	if n := len(w.ai.Requests()); n != 2 {
+		t.Errorf("got %d model calls, want 2 (the decision and its one retry)", n)
+	}
+	next := w.say(thread, "and now?")
+	if got := w.waitReply(thread, next); got != "fine now" {
+		t.Errorf("next reply = %q", got)
 	}
 }

@@ -187,3 +187,20 @@ func randomHex() string {
 	}
 	return hex.EncodeToString(b[:])
 }
+
+// Exec runs sql on the database at url (one of this package's), for
+// fixtures and fault injection below the store's API. It fails the test
+// on error.
+func Exec(tb testing.TB, url, sql string, args ...any) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		tb.Fatalf("storetest: connect: %v", err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, sql, args...); err != nil {
+		tb.Fatalf("storetest: exec: %v", err)
+	}
+}
