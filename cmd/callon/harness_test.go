@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,16 @@ import (
 	"github.com/callonbot/callon/store/storetest"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(asCallon) == "1" {
+		main() // this binary, re-executed by spawn, is a callon process
+		os.Exit(0)
+	}
+	storetest.Main(m)
+}
+
+// asCallon makes the test binary run callon's main instead of the tests.
+const asCallon = "CALLON_TEST_AS_CALLON"
 
 // world is callon running through run, against a fake Discord, a fake
 // OpenAI-compatible server and a fresh Postgres database of its own.
@@ -41,6 +51,14 @@ func setup(t *testing.T, script llmtest.Script, env ...string) *world {
 // setupWith is setup with a fake Discord the test made itself.
 func setupWith(t *testing.T, dc *discordtest.Server, script llmtest.Script, env ...string) *world {
 	t.Helper()
+	w := newWorld(t, dc, script, env...)
+	w.start()
+	return w
+}
+
+// newWorld is setupWith without starting callon.
+func newWorld(t *testing.T, dc *discordtest.Server, script llmtest.Script, env ...string) *world {
+	t.Helper()
 	w := &world{t: t, dc: dc, ai: llmtest.New(t, script), dbURL: storetest.URL(t)}
 	w.env = map[string]string{
 		"DISCORD_TOKEN":         w.dc.Token(),
@@ -56,7 +74,7 @@ func setupWith(t *testing.T, dc *discordtest.Server, script llmtest.Script, env 
 	for i := 0; i+1 < len(env); i += 2 {
 		w.env[env[i]] = env[i+1]
 	}
-	w.start()
+	w.stop = func() {}
 	return w
 }
 
