@@ -115,18 +115,14 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			o.log.Warn("list pending sessions", "err", err)
 		}
 		for _, id := range ids {
-			if !o.claimLocal(id) {
-				continue
-			}
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				o.releaseLocal(id)
 				return nil
 			}
 			wg.Go(func() {
-				defer func() { <-sem; o.releaseLocal(id) }()
-				o.step(ctx, id)
+				defer func() { <-sem }()
+				o.Step(ctx, id)
 			})
 		}
 		if err := o.wait(ctx); err != nil {
@@ -195,15 +191,29 @@ func (o *Orchestrator) releaseLocal(id int64) {
 	}
 }
 
-// step runs the session's master while it has something to decide.
-func (o *Orchestrator) step(ctx context.Context, sessionID int64) {
+// Step runs one session's master as Run does when it is woken for it:
+// under the master lease, it makes the decisions the session needs now,
+// then gives the lease back. It reports false when the session was not
+// stepped: stepped here already, resting after a failed step, or leased
+// to another owner. Run calls it; tests drive it directly.
+func (o *Orchestrator) Step(ctx context.Context, sessionID int64) bool {
+	if !o.claimLocal(sessionID) {
+		return false
+	}
+	defer o.releaseLocal(sessionID)
+	return o.step(ctx, sessionID)
+}
+
+// step runs the session's master while it has something to decide; false
+// when the lease was not to be had.
+func (o *Orchestrator) step(ctx context.Context, sessionID int64) bool {
 	log := o.log.With("session_id", sessionID)
 	ok, err := o.store.AcquireMaster(ctx, sessionID, o.cfg.Owner, o.cfg.Lease)
 	if err != nil || !ok {
 		if err != nil && ctx.Err() == nil {
 			log.Warn("acquire master lease", "err", err)
 		}
-		return
+		return false
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -221,13 +231,14 @@ func (o *Orchestrator) step(ctx context.Context, sessionID int64) {
 		turn, progressed, err := o.advance(ctx, sessionID)
 		if err != nil {
 			o.failed(ctx, sessionID, turn, err)
-			return
+			return true
 		}
 		o.recovered(sessionID)
 		if !progressed {
-			return
+			return true
 		}
 	}
+	return true
 }
 
 // Apologies for a turn the master could not finish.
