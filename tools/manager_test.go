@@ -18,7 +18,7 @@ import (
 	"github.com/callonbot/callon/tools/mcptest"
 )
 
-var allTestTools = []string{"test__add", "test__big", "test__counter", "test__echo", "test__fail", "test__image", "test__slow"}
+var allTestTools = []string{"test__add", "test__big", "test__counter", "test__echo", "test__environ", "test__fail", "test__image", "test__slow"}
 
 func TestStdioServer(t *testing.T) {
 	t.Parallel()
@@ -62,6 +62,31 @@ func TestStdioServer(t *testing.T) {
 		}
 		if !tc.wantErr && (r.Size != len(r.Text) || r.Duration <= 0) {
 			t.Errorf("Call(%s): got size %d duration %s, want %d and a duration", tc.name, r.Size, r.Duration, len(r.Text))
+		}
+	}
+}
+
+func TestStdioEnvironment(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"API_KEY": "k", "PATH": "/opt/bin"}
+	m := setup(t, []tools.Server{
+		stdioServer("minimal", nil),
+		stdioServer("own", env),
+	}, tools.Options{}, nil)
+	based := setup(t, []tools.Server{{Name: "base", Command: []string{serverBin}, Env: map[string]string{"A": "1"}}},
+		tools.Options{BaseEnv: []string{"LANG=C.UTF-8", "A=0"}}, nil)
+	tests := []struct {
+		m    *tools.Manager
+		name string
+		want string
+	}{
+		{m, "minimal__environ", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		{m, "own__environ", "API_KEY=k\nPATH=/opt/bin"},
+		{based, "base__environ", "LANG=C.UTF-8\nA=1"},
+	}
+	for _, tc := range tests {
+		if r := tc.m.Call(t.Context(), tc.name, nil); r.Text != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, r.Text, tc.want)
 		}
 	}
 }

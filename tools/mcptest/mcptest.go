@@ -27,6 +27,7 @@ const (
 	ToolBig     = "big"
 	ToolCounter = "counter"
 	ToolImage   = "image"
+	ToolEnviron = "environ"
 )
 
 // FailMessage is the text of the fail tool's error.
@@ -66,8 +67,9 @@ type none struct{}
 
 // NewServer returns the test server with its tools: echo{text},
 // add{a,b}, fail{} (a tool error), slow{ms} (honours cancellation),
-// big{bytes}, counter{} (see Options.CounterFile) and image{} (an image
-// and a line of text).
+// big{bytes}, counter{} (see Options.CounterFile), image{} (an image
+// and a line of text) and environ{} (the server's environment, one
+// variable a line).
 func NewServer(opts Options) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: ToolEcho, Description: "Returns its text."},
@@ -114,6 +116,10 @@ func NewServer(opts Options) *mcp.Server {
 				&mcp.TextContent{Text: "a picture:"},
 				&mcp.ImageContent{MIMEType: "image/png", Data: make([]byte, 2048)},
 			}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: ToolEnviron, Description: "Returns the server's environment."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return text(strings.Join(os.Environ(), "\n")), nil, nil
 		})
 	return s
 }
