@@ -25,7 +25,7 @@ type server struct {
 	failures int           // failed starts and short sessions in a row
 	retryAt  time.Time     // no start before this
 	lastErr  error         // why the server is not running
-	reported bool          // the current run of failures has been logged
+	reported bool          // the current run of failures has been logged as a warning
 }
 
 // session returns a running session of the server, starting it if it is
@@ -103,15 +103,16 @@ func (s *server) start(ch chan struct{}) {
 	if err != nil {
 		s.fail("mcp server unavailable", err)
 	} else {
-		attrs := []any{"server", s.spec.Name, "took", time.Since(began).Round(time.Millisecond)}
+		// A crash-looping server logs its first restart, not each one.
+		level := slog.LevelInfo
+		if s.failures > 1 {
+			level = slog.LevelDebug
+		}
+		attrs := []any{"server", s.spec.Name, "took", time.Since(began).Round(time.Millisecond), "failures", s.failures}
 		if pid := sess.pid(); pid != 0 {
 			attrs = append(attrs, "pid", pid)
 		}
-		if s.reported {
-			attrs = append(attrs, "after_failures", s.failures)
-		}
-		s.m.log.Info("mcp server started", attrs...)
-		s.reported = false
+		s.m.log.Log(context.Background(), level, "mcp server started", attrs...)
 	}
 	s.mu.Unlock()
 	if err != nil && sess != nil {
@@ -119,8 +120,9 @@ func (s *server) start(ch chan struct{}) {
 	}
 }
 
-// fail records a failure and when to try again; the first failure of a
-// run is logged, the rest only at debug level. s.mu is held.
+// fail records a failure and when to try again. The first failure of a
+// run (which ends when a session lasts) is logged as a warning, the rest
+// at debug level. s.mu is held.
 func (s *server) fail(msg string, err error) {
 	s.lastErr = err
 	if err == errClosed {
@@ -172,7 +174,8 @@ func (s *server) retire(sess *session, cause error) {
 		s.live = nil
 		lived := time.Since(sess.started)
 		if lived >= stableAfter {
-			s.failures = 0
+			// It ran well: this is a new run of failures, worth a warning.
+			s.failures, s.reported = 0, false
 		}
 		s.fail("mcp server stopped", &stderrError{err: fmt.Errorf("stopped: %w", cause), stderr: sess.stderrTail()})
 	}
