@@ -312,10 +312,15 @@ func TestFetchURLTool(t *testing.T) {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Write(make([]byte, 3000))
 	})
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, strings.Repeat("x", 10000))
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	allowed := setup(t, nil, tools.Options{Fetch: fetch.Options{Allow: []string{"127.0.0.1"}}}, nil)
 	strict := setup(t, nil, tools.Options{}, nil)
+	capped := setup(t, nil, tools.Options{MaxOutput: 1000, Fetch: fetch.Options{Allow: []string{"127.0.0.1"}, MaxBody: 4000}}, nil)
 
 	tests := []struct {
 		m       *tools.Manager
@@ -328,6 +333,8 @@ func TestFetchURLTool(t *testing.T) {
 		{allowed, `{"url": "` + srv.URL + `/nothing"}`, "Status: 404 Not Found", true},
 		{strict, `{"url": "` + srv.URL + `/page"}`, "127.0.0.1 is a loopback address: not fetched", true},
 		{strict, `{"link": "x"}`, `give {"url"`, true},
+		{capped, `{"url": "` + srv.URL + `/big"}`, "[only the first 4000 bytes of the body were read]\n\nxxx", false},
+		{capped, `{"url": "` + srv.URL + `/big"}`, "xxx\n[output truncated: 1000 of ", false},
 	}
 	for _, tc := range tests {
 		r := tc.m.Call(t.Context(), "fetch_url", json.RawMessage(tc.args))
