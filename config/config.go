@@ -57,6 +57,8 @@ type Config struct {
 	RolesFile string
 	// Roles is the roles file's rosters; nil without a file.
 	Roles []Roster
+	// MCPServers is the roles file's mcp_servers, in name order.
+	MCPServers []MCPServer
 	// Models is what a role may name (CALLON_MODELS); the worker model
 	// is always on it.
 	Models    []string
@@ -132,10 +134,11 @@ func Load(getenv func(string) string) Config {
 	}
 	c.Models = p.models("CALLON_MODELS", c.WorkerModel, c.MasterModel)
 	if c.RolesFile != "" {
-		var err error
-		if c.Roles, err = loadRolesFile(c.RolesFile); err != nil {
+		rf, err := loadRolesFile(c.RolesFile, getenv)
+		if err != nil {
 			p.fail("CALLON_ROLES_FILE", "%v", err)
 		}
+		c.Roles, c.MCPServers = rf.Rosters, rf.MCPServers
 	}
 	c.HandBack = p.handBack()
 	c.Webhook = p.webhook()

@@ -32,10 +32,15 @@ type Role struct {
 	Temperature *float32
 	MaxTokens   int
 	Timeout     time.Duration // 0 for CALLON_TASK_TIMEOUT
+	// Tools is what the role may call: "fetch_url", "<server>.<tool>" or
+	// "<server>.*", each server one of the file's mcp_servers.
+	Tools []string
 }
 
 // The roles file's YAML shape:
 //
+//	mcp_servers:              # MCP servers whose tools roles may list
+//	  <name>: {command: [...], env: {...}} or {url: ..., headers: {...}}
 //	roles: [...]              # the default roster
 //	guilds:
 //	  "<guild id>":
@@ -44,8 +49,9 @@ type Role struct {
 //	      "<channel id>":
 //	        roles: [...]      # the channel's roster
 type rolesFileYAML struct {
-	Roles  []roleYAML           `yaml:"roles"`
-	Guilds map[string]guildYAML `yaml:"guilds"`
+	MCPServers map[string]mcpServerYAML `yaml:"mcp_servers"`
+	Roles      []roleYAML               `yaml:"roles"`
+	Guilds     map[string]guildYAML     `yaml:"guilds"`
 }
 
 type guildYAML struct {
@@ -65,45 +71,83 @@ type roleYAML struct {
 	Temperature *float32 `yaml:"temperature"`
 	MaxTokens   int      `yaml:"max_tokens"`
 	Timeout     string   `yaml:"timeout"`
+	Tools       []string `yaml:"tools"`
 }
 
 // maxRolesFile bounds the roles file: it is configuration, not data.
 const maxRolesFile = 1 << 20
 
-// loadRolesFile reads and parses the roles file at path. Its errors name
-// the file and, where it applies, the guild, channel and role.
-func loadRolesFile(path string) ([]Roster, error) {
+// RolesFile is what the roles file declares.
+type RolesFile struct {
+	// Rosters are the default roster first, then each guild's roster
+	// followed by its channels', in id order.
+	Rosters []Roster
+	// MCPServers are the file's mcp_servers, in name order.
+	MCPServers []MCPServer
+}
+
+// loadRolesFile reads and parses the roles file at path, expanding
+// ${VAR}s through getenv. Its errors name the file and, where it applies,
+// the guild, channel and role, or the MCP server.
+func loadRolesFile(path string, getenv func(string) string) (RolesFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
+		return RolesFile{}, fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxRolesFile+1))
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+		return RolesFile{}, fmt.Errorf("cannot read %s: %w", path, err)
 	}
 	if len(data) > maxRolesFile {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxRolesFile)
+		return RolesFile{}, fmt.Errorf("%s is larger than %d bytes", path, maxRolesFile)
 	}
-	rosters, err := ParseRoles(data)
+	rf, err := ParseRolesFile(data, getenv)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return RolesFile{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return rosters, nil
+	return rf, nil
 }
 
-// ParseRoles parses a roles file: its default roster first, then each
-// guild's roster followed by its channels', in id order. Unknown fields,
-// ids that are not Discord ids, bad timeouts and scopes without roles are
-// errors.
+// ParseRoles parses a roles file and returns its rosters: its default
+// roster first, then each guild's roster followed by its channels', in id
+// order. Unknown fields, ids that are not Discord ids, bad timeouts,
+// scopes without roles and tools naming undeclared MCP servers are errors.
+// It checks the MCP servers' shape but, returning only rosters, leaves
+// their ${VAR}s unexpanded; ParseRolesFile expands them.
 func ParseRoles(data []byte) ([]Roster, error) {
+	rf, err := parseRolesFile(data, nil)
+	return rf.Rosters, err
+}
+
+// ParseRolesFile parses a roles file: its rosters as ParseRoles does, and
+// its MCP servers with their ${VAR}s expanded through getenv. A variable
+// that is unset or empty is an error naming the server and the variable,
+// never its value.
+func ParseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) {
+	if getenv == nil {
+		return RolesFile{}, errors.New("no getenv to expand ${VAR}s with")
+	}
+	return parseRolesFile(data, getenv)
+}
+
+// parseRolesFile parses a roles file; a nil getenv leaves ${VAR}s as
+// they are, after checking their syntax.
+func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var doc rolesFileYAML
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("invalid YAML: %w", err)
+		return RolesFile{}, fmt.Errorf("invalid YAML: %w", err)
 	}
-	var out []Roster
+	var rf RolesFile
+	for _, name := range sortedKeys(doc.MCPServers) {
+		srv, err := doc.MCPServers[name].server(name, getenv)
+		if err != nil {
+			return RolesFile{}, fmt.Errorf("mcp server %q: %w", name, err)
+		}
+		rf.MCPServers = append(rf.MCPServers, srv)
+	}
 	add := func(guildID, channelID string, roles []roleYAML) error {
 		r := Roster{GuildID: guildID, ChannelID: channelID}
 		where := scopeName(guildID, channelID)
@@ -111,7 +155,7 @@ func ParseRoles(data []byte) ([]Roster, error) {
 			return fmt.Errorf("%s: no roles (a roster needs at least one; leave the entry out to fall back to the next source)", where)
 		}
 		for i, y := range roles {
-			role, err := y.role()
+			role, err := y.role(doc.MCPServers)
 			if err != nil {
 				name := strings.TrimSpace(y.Name)
 				if name == "" {
@@ -121,43 +165,43 @@ func ParseRoles(data []byte) ([]Roster, error) {
 			}
 			r.Roles = append(r.Roles, role)
 		}
-		out = append(out, r)
+		rf.Rosters = append(rf.Rosters, r)
 		return nil
 	}
 	if doc.Roles != nil {
 		if err := add("", "", doc.Roles); err != nil {
-			return nil, err
+			return RolesFile{}, err
 		}
 	}
 	for _, gid := range sortedKeys(doc.Guilds) {
 		g := doc.Guilds[gid]
 		if !isSnowflake(gid) {
-			return nil, fmt.Errorf("guild %q: not a numeric Discord id (quote ids: \"123…\")", gid)
+			return RolesFile{}, fmt.Errorf("guild %q: not a numeric Discord id (quote ids: \"123…\")", gid)
 		}
 		if g.Roles == nil && len(g.Channels) == 0 {
-			return nil, fmt.Errorf("guild %s: no roles and no channels", gid)
+			return RolesFile{}, fmt.Errorf("guild %s: no roles and no channels", gid)
 		}
 		if g.Roles != nil {
 			if err := add(gid, "", g.Roles); err != nil {
-				return nil, err
+				return RolesFile{}, err
 			}
 		}
 		for _, cid := range sortedKeys(g.Channels) {
 			if !isSnowflake(cid) {
-				return nil, fmt.Errorf("guild %s: channel %q: not a numeric Discord id", gid, cid)
+				return RolesFile{}, fmt.Errorf("guild %s: channel %q: not a numeric Discord id", gid, cid)
 			}
 			if err := add(gid, cid, g.Channels[cid].Roles); err != nil {
-				return nil, err
+				return RolesFile{}, err
 			}
 		}
 	}
-	if len(out) == 0 {
-		return nil, errors.New("defines no roles: give a default `roles:` list or `guilds:`")
+	if len(rf.Rosters) == 0 {
+		return RolesFile{}, errors.New("defines no roles: give a default `roles:` list or `guilds:`")
 	}
-	return out, nil
+	return rf, nil
 }
 
-func (y roleYAML) role() (Role, error) {
+func (y roleYAML) role(servers map[string]mcpServerYAML) (Role, error) {
 	r := Role{
 		Name:        strings.TrimSpace(y.Name),
 		Description: strings.TrimSpace(y.Description),
@@ -173,6 +217,11 @@ func (y roleYAML) role() (Role, error) {
 		}
 		r.Timeout = d
 	}
+	tools, err := roleTools(y.Tools, servers)
+	if err != nil {
+		return r, err
+	}
+	r.Tools = tools
 	return r, nil
 }
 
