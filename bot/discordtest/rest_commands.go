@@ -3,7 +3,6 @@ package discordtest
 import (
 	"cmp"
 	"encoding/json"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -37,30 +36,19 @@ type optionDef struct {
 // overwriteCommands is PUT /applications/{app}/commands and
 // PUT /applications/{app}/guilds/{g}/commands. Commands keep their ids
 // across overwrites when their name and type stay, as on Discord.
-func (s *Server) overwriteCommands(w http.ResponseWriter, r *http.Request) {
-	body, _, e := readPayload(r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
+func (s *Server) overwriteCommands(r *request) (int, any, *apiError) {
 	var raws []map[string]any
 	var defs []commandDef
-	if json.Unmarshal(body, &raws) != nil || json.Unmarshal(body, &defs) != nil {
-		writeError(w, &apiError{status: 400, Code: 50035, Message: "Invalid Form Body",
+	if json.Unmarshal(r.body, &raws) != nil || json.Unmarshal(r.body, &defs) != nil {
+		return fail(&apiError{status: 400, Code: 50035, Message: "Invalid Form Body",
 			Errors: map[string]any{"_errors": []any{map[string]any{"code": "BASE_TYPE_BAD_TYPE", "message": "Must be an array of application commands."}}}})
-		return
 	}
 	if e := validateCommands(defs); e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	guildID := r.PathValue("g")
-	if r.PathValue("app") != s.cfg.appID || (guildID != "" && s.guildLocked(guildID) == nil) {
-		writeError(w, errMissingAccess())
-		return
+	guildID, e := s.commandScopeLocked(r)
+	if e != nil {
+		return fail(e)
 	}
 	old := map[string]string{}
 	for _, c := range s.commands[guildID] {
@@ -91,25 +79,32 @@ func (s *Server) overwriteCommands(w http.ResponseWriter, r *http.Request) {
 	}
 	s.commands[guildID] = cmds
 	s.notifyLocked()
-	writeJSON(w, http.StatusOK, out)
+	return ok(out)
+}
+
+// commandScopeLocked returns the guild id of a command route ("" for the
+// global commands), checking the application and the guild.
+func (s *Server) commandScopeLocked(r *request) (string, *apiError) {
+	guildID := r.PathValue("g")
+	if r.PathValue("app") != s.cfg.appID || (guildID != "" && s.guildLocked(guildID) == nil) {
+		return "", errMissingAccess()
+	}
+	return guildID, nil
 }
 
 func commandKey(name string, typ int) string { return strconv.Itoa(typ) + "/" + name }
 
 // getCommands is GET /applications/{app}/commands and its guild variant.
-func (s *Server) getCommands(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	guildID := r.PathValue("g")
-	if r.PathValue("app") != s.cfg.appID || (guildID != "" && s.guildLocked(guildID) == nil) {
-		writeError(w, errMissingAccess())
-		return
+func (s *Server) getCommands(r *request) (int, any, *apiError) {
+	guildID, e := s.commandScopeLocked(r)
+	if e != nil {
+		return fail(e)
 	}
 	out := []any{}
 	for _, c := range s.commands[guildID] {
 		out = append(out, c.raw)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return ok(out)
 }
 
 func validateCommands(defs []commandDef) *apiError {

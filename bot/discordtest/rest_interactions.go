@@ -2,7 +2,6 @@ package discordtest
 
 import (
 	"encoding/json"
-	"net/http"
 	"time"
 	"unicode/utf8"
 
@@ -14,19 +13,13 @@ import (
 // there can be only one. Application commands take types 4, 5 and 9,
 // autocomplete takes type 8. Types 4 and 5 make the original response
 // message, which the channel shows unless it is ephemeral.
-func (s *Server) createInteractionResponse(w http.ResponseWriter, r *http.Request) {
-	body, files, e := readPayload(r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
+func (s *Server) createInteractionResponse(r *request) (int, any, *apiError) {
 	var req struct {
 		Type discordgo.InteractionResponseType `json:"type"`
 		Data json.RawMessage                   `json:"data"`
 	}
-	if e := decode(body, &req); e != nil {
-		writeError(w, e)
-		return
+	if e := r.decode(&req); e != nil {
+		return fail(e)
 	}
 	data := req.Data
 	if len(data) == 0 || string(data) == "null" {
@@ -34,38 +27,31 @@ func (s *Server) createInteractionResponse(w http.ResponseWriter, r *http.Reques
 	}
 	mb, e := decodeMessageBody(data)
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	ix := s.interactions[r.PathValue("id")]
 	switch {
 	case ix == nil || ix.token != r.PathValue("token"):
-		writeError(w, errUnknownInteraction())
-		return
+		return fail(errUnknownInteraction())
 	case ix.acked:
-		writeError(w, errAlreadyAcked())
-		return
+		return fail(errAlreadyAcked())
 	case time.Now().After(ix.deadline):
 		ix.expired = true
 		s.notifyLocked()
-		writeError(w, errUnknownInteraction())
-		return
+		return fail(errUnknownInteraction())
 	}
-	if e := checkCallback(ix, req.Type, mb, data, len(files)); e != nil {
-		writeError(w, e)
-		return
+	if e := checkCallback(ix, req.Type, mb, data, len(r.files)); e != nil {
+		return fail(e)
 	}
 
 	ix.acked = true
 	ix.timer.Stop()
-	resp := newResponse(ix, ResponseCallback, body, mb)
+	resp := newResponse(ix, ResponseCallback, r.body, mb)
 	resp.Type = req.Type
 	switch req.Type {
 	case discordgo.InteractionResponseChannelMessageWithSource:
-		ix.original = s.interactionMessageLocked(ix, mb, files, resp.Ephemeral)
+		ix.original = s.interactionMessageLocked(ix, mb, r.files, resp.Ephemeral)
 	case discordgo.InteractionResponseDeferredChannelMessageWithSource:
 		loading := &messageBody{Flags: mb.Flags & discordgo.MessageFlagsEphemeral}
 		ix.original = s.interactionMessageLocked(ix, loading, nil, resp.Ephemeral)
@@ -85,7 +71,7 @@ func (s *Server) createInteractionResponse(w http.ResponseWriter, r *http.Reques
 	}
 	ix.responses = append(ix.responses, resp)
 	s.notifyLocked()
-	w.WriteHeader(http.StatusNoContent)
+	return noContent()
 }
 
 func checkCallback(ix *interaction, typ discordgo.InteractionResponseType, mb *messageBody, data []byte, files int) *apiError {
@@ -158,7 +144,7 @@ func (s *Server) interactionMessageLocked(ix *interaction, mb *messageBody, file
 // webhookInteractionLocked finds the interaction a webhook token belongs
 // to. The token works once the interaction is acknowledged, until it
 // expires.
-func (s *Server) webhookInteractionLocked(r *http.Request) (*interaction, *apiError) {
+func (s *Server) webhookInteractionLocked(r *request) (*interaction, *apiError) {
 	ix := s.ixByToken[r.PathValue("token")]
 	if r.PathValue("app") != s.cfg.appID || ix == nil {
 		return nil, errUnknownWebhook()
@@ -173,7 +159,7 @@ func (s *Server) webhookInteractionLocked(r *http.Request) (*interaction, *apiEr
 }
 
 // webhookMessageLocked finds @original or a follow-up of ix.
-func webhookMessageLocked(ix *interaction, r *http.Request) (*message, *apiError) {
+func webhookMessageLocked(ix *interaction, r *request) (*message, *apiError) {
 	id := r.PathValue("m")
 	var m *message
 	if id == "" {
@@ -197,39 +183,27 @@ func webhookMessageLocked(ix *interaction, r *http.Request) (*message, *apiError
 // deferral (type 5) replaces the loading message, keeping its ephemeral
 // setting, as Discord does; later ones are new messages. The message comes
 // back only with ?wait=true.
-func (s *Server) createFollowup(w http.ResponseWriter, r *http.Request) {
-	body, files, e := readPayload(r)
+func (s *Server) createFollowup(r *request) (int, any, *apiError) {
+	mb, e := r.message()
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-	mb, e := decodeMessageBody(body)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	ix, e := s.webhookInteractionLocked(r)
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-	if !mb.nonEmpty(len(files)) {
-		writeError(w, errEmptyMessage())
-		return
+	if !mb.nonEmpty(len(r.files)) {
+		return fail(errEmptyMessage())
 	}
 	if e := validateContent(mb.content(), mb.Embeds); e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-	resp := newResponse(ix, ResponseFollowup, body, mb)
+	resp := newResponse(ix, ResponseFollowup, r.body, mb)
 	var m *message
 	if o := ix.original; o != nil && !o.deleted && o.flags&discordgo.MessageFlagsLoading != 0 {
 		m = o
 		m.content, m.embeds, m.components, m.allowed = mb.content(), mb.Embeds, mb.Components, mb.AllowedMentions
-		for _, f := range files {
+		for _, f := range r.files {
 			f.ID = s.newID()
 			m.attachments = append(m.attachments, f)
 		}
@@ -239,7 +213,7 @@ func (s *Server) createFollowup(w http.ResponseWriter, r *http.Request) {
 			s.dispatchLocked("MESSAGE_UPDATE", s.messageJSONLocked(m, true))
 		}
 	} else {
-		m = s.interactionMessageLocked(ix, mb, files, resp.Ephemeral)
+		m = s.interactionMessageLocked(ix, mb, r.files, resp.Ephemeral)
 		ix.followups = append(ix.followups, m)
 		if !m.ephemeral {
 			s.dispatchLocked("MESSAGE_CREATE", s.messageJSONLocked(m, true))
@@ -249,87 +223,68 @@ func (s *Server) createFollowup(w http.ResponseWriter, r *http.Request) {
 	ix.responses = append(ix.responses, resp)
 	s.notifyLocked()
 	if r.URL.Query().Get("wait") == "true" {
-		writeJSON(w, http.StatusOK, s.messageJSONLocked(m, true))
-		return
+		return ok(s.messageJSONLocked(m, true))
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return noContent()
 }
 
-// getWebhookMessage is GET .../messages/@original and .../messages/{m}.
-func (s *Server) getWebhookMessage(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// webhookTargetLocked finds the interaction of a webhook route and the
+// message it names: @original or a follow-up.
+func (s *Server) webhookTargetLocked(r *request) (*interaction, *message, *apiError) {
 	ix, e := s.webhookInteractionLocked(r)
 	if e != nil {
-		writeError(w, e)
-		return
+		return nil, nil, e
 	}
 	m, e := webhookMessageLocked(ix, r)
 	if e != nil {
-		writeError(w, e)
-		return
+		return nil, nil, e
 	}
-	writeJSON(w, http.StatusOK, s.messageJSONLocked(m, true))
+	return ix, m, nil
+}
+
+// getWebhookMessage is GET .../messages/@original and .../messages/{m}.
+func (s *Server) getWebhookMessage(r *request) (int, any, *apiError) {
+	_, m, e := s.webhookTargetLocked(r)
+	if e != nil {
+		return fail(e)
+	}
+	return ok(s.messageJSONLocked(m, true))
 }
 
 // editWebhookMessage is PATCH .../messages/@original and .../messages/{m}.
 // Editing a deferral's loading message ends the loading state.
-func (s *Server) editWebhookMessage(w http.ResponseWriter, r *http.Request) {
-	body, files, e := readPayload(r)
+func (s *Server) editWebhookMessage(r *request) (int, any, *apiError) {
+	mb, e := r.message()
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-	mb, e := decodeMessageBody(body)
+	ix, m, e := s.webhookTargetLocked(r)
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ix, e := s.webhookInteractionLocked(r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	m, e := webhookMessageLocked(ix, r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	if e := s.applyEditLocked(m, mb, files); e != nil {
-		writeError(w, e)
-		return
+	if e := s.applyEditLocked(m, mb, r.files); e != nil {
+		return fail(e)
 	}
 	m.flags &^= discordgo.MessageFlagsLoading
 	kind := ResponseEditFollowup
 	if m == ix.original {
 		kind = ResponseEditOriginal
 	}
-	resp := newResponse(ix, kind, body, mb)
+	resp := newResponse(ix, kind, r.body, mb)
 	resp.MessageID, resp.Ephemeral, resp.Flags = m.id, m.ephemeral, m.flags
 	ix.responses = append(ix.responses, resp)
 	if !m.ephemeral {
 		s.dispatchLocked("MESSAGE_UPDATE", s.messageJSONLocked(m, true))
 	}
 	s.notifyLocked()
-	writeJSON(w, http.StatusOK, s.messageJSONLocked(m, true))
+	return ok(s.messageJSONLocked(m, true))
 }
 
 // deleteWebhookMessage is DELETE .../messages/@original and .../messages/{m}.
-func (s *Server) deleteWebhookMessage(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ix, e := s.webhookInteractionLocked(r)
+func (s *Server) deleteWebhookMessage(r *request) (int, any, *apiError) {
+	ix, m, e := s.webhookTargetLocked(r)
 	if e != nil {
-		writeError(w, e)
-		return
-	}
-	m, e := webhookMessageLocked(ix, r)
-	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
 	kind := ResponseDeleteFollowup
 	if m == ix.original {
@@ -339,5 +294,5 @@ func (s *Server) deleteWebhookMessage(w http.ResponseWriter, r *http.Request) {
 	resp.MessageID, resp.Ephemeral = m.id, m.ephemeral
 	ix.responses = append(ix.responses, resp)
 	s.deleteLocked(m)
-	w.WriteHeader(http.StatusNoContent)
+	return noContent()
 }
