@@ -202,37 +202,6 @@ func (s *Server) getMessage(r *request) (int, any, *apiError) {
 	return ok(s.messageJSONLocked(m, true))
 }
 
-// listMessages is GET /channels/{c}/messages: newest first, with limit,
-// before and after.
-func (s *Server) listMessages(r *request) (int, any, *apiError) {
-	q := r.URL.Query()
-	limit := 50
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return fail(formError("NUMBER_TYPE_MAX", "int value should be between 1 and 100.", "limit"))
-		}
-		limit = n
-	}
-	before, after := snowflake(q.Get("before")), snowflake(q.Get("after"))
-
-	c := s.channels[r.PathValue("c")]
-	if c == nil {
-		return fail(errUnknownChannel())
-	}
-	out := []any{}
-	msgs := s.byChan[c.id]
-	for i := len(msgs) - 1; i >= 0 && len(out) < limit; i-- {
-		m := msgs[i]
-		id := snowflake(m.id)
-		if m.deleted || (before != 0 && id >= before) || (after != 0 && id <= after) {
-			continue
-		}
-		out = append(out, s.messageJSONLocked(m, true))
-	}
-	return ok(out)
-}
-
 func snowflake(id string) int64 {
 	n, _ := strconv.ParseInt(id, 10, 64)
 	return n
