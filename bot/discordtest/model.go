@@ -87,6 +87,7 @@ type Message struct {
 	AuthorBot       bool
 	Content         string
 	Embeds          []*discordgo.MessageEmbed
+	Components      []ActionRow // action rows as the bot sent them; see Buttons
 	Attachments     []Attachment
 	Reference       *discordgo.MessageReference
 	AllowedMentions *discordgo.MessageAllowedMentions // nil when the bot sent none
@@ -136,6 +137,7 @@ func (m *message) snapshot() Message {
 		AuthorName:   m.author.name,
 		AuthorBot:    m.author.bot,
 		Content:      m.content,
+		Components:   parseRows(m.components),
 		Attachments:  append([]Attachment(nil), m.attachments...),
 		Nonce:        m.nonce,
 		EnforceNonce: m.enforce,

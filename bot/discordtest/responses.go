@@ -92,7 +92,7 @@ func (i *Interaction) WaitResponses(tb testing.TB, n int) []Response {
 	i.s.WaitFor(tb, func() bool {
 		got = i.Responses()
 		return len(got) >= n
-	}, fmt.Sprintf("%d responses to interaction /%s", n, i.ix.name))
+	}, fmt.Sprintf("%d responses to interaction %s", n, i.ix.describe()))
 	return got
 }
 
@@ -115,7 +115,7 @@ func (i *Interaction) Expired() bool {
 // acknowledgement.
 func (i *Interaction) WaitExpired(tb testing.TB) {
 	tb.Helper()
-	i.s.WaitFor(tb, i.Expired, "interaction /"+i.ix.name+" to expire")
+	i.s.WaitFor(tb, i.Expired, "interaction "+i.ix.describe()+" to expire")
 }
 
 // Original returns the original response message: the one made by a type

@@ -1,136 +1,23 @@
 package discordtest
 
 import (
-	"encoding/json"
 	"time"
-	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
 )
 
-// createInteractionResponse is POST /interactions/{id}/{token}/callback.
-// The first callback must arrive within the deadline (3 s by default) and
-// there can be only one. Application commands take types 4, 5 and 9,
-// autocomplete takes type 8. Types 4 and 5 make the original response
-// message, which the channel shows unless it is ephemeral.
-func (s *Server) createInteractionResponse(r *request) (int, any, *apiError) {
-	var req struct {
-		Type discordgo.InteractionResponseType `json:"type"`
-		Data json.RawMessage                   `json:"data"`
-	}
-	if e := r.decode(&req); e != nil {
-		return fail(e)
-	}
-	data := req.Data
-	if len(data) == 0 || string(data) == "null" {
-		data = []byte("{}")
-	}
-	mb, e := decodeMessageBody(data)
-	if e != nil {
-		return fail(e)
-	}
-
-	ix := s.interactions[r.PathValue("id")]
-	switch {
-	case ix == nil || ix.token != r.PathValue("token"):
-		return fail(errUnknownInteraction())
-	case ix.acked:
-		return fail(errAlreadyAcked())
-	case time.Now().After(ix.deadline):
-		ix.expired = true
-		s.notifyLocked()
-		return fail(errUnknownInteraction())
-	}
-	if e := checkCallback(ix, req.Type, mb, data, len(r.files)); e != nil {
-		return fail(e)
-	}
-
-	ix.acked = true
-	ix.timer.Stop()
-	resp := newResponse(ix, ResponseCallback, r.body, mb)
-	resp.Type = req.Type
-	switch req.Type {
-	case discordgo.InteractionResponseChannelMessageWithSource:
-		ix.original = s.interactionMessageLocked(ix, mb, r.files, resp.Ephemeral)
-	case discordgo.InteractionResponseDeferredChannelMessageWithSource:
-		loading := &messageBody{Flags: mb.Flags & discordgo.MessageFlagsEphemeral}
-		ix.original = s.interactionMessageLocked(ix, loading, nil, resp.Ephemeral)
-		ix.original.flags |= discordgo.MessageFlagsLoading
-	case discordgo.InteractionApplicationCommandAutocompleteResult:
-		var d struct {
-			Choices []*discordgo.ApplicationCommandOptionChoice `json:"choices"`
-		}
-		_ = json.Unmarshal(data, &d)
-		resp.Choices = d.Choices
-	}
-	if ix.original != nil {
-		resp.MessageID = ix.original.id
-		if !ix.original.ephemeral {
-			s.dispatchLocked("MESSAGE_CREATE", s.messageJSONLocked(ix.original, true))
-		}
-	}
-	ix.responses = append(ix.responses, resp)
-	s.notifyLocked()
-	return noContent()
-}
-
-func checkCallback(ix *interaction, typ discordgo.InteractionResponseType, mb *messageBody, data []byte, files int) *apiError {
-	allowed := []discordgo.InteractionResponseType{
-		discordgo.InteractionResponseChannelMessageWithSource,
-		discordgo.InteractionResponseDeferredChannelMessageWithSource,
-		discordgo.InteractionResponseModal,
-	}
-	if ix.typ == discordgo.InteractionApplicationCommandAutocomplete {
-		allowed = []discordgo.InteractionResponseType{discordgo.InteractionApplicationCommandAutocompleteResult}
-	}
-	ok := false
-	for _, a := range allowed {
-		ok = ok || a == typ
-	}
-	if !ok {
-		return formError("INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is not valid for this interaction", "type")
-	}
-	switch typ {
-	case discordgo.InteractionResponseChannelMessageWithSource:
-		if !mb.nonEmpty(files) {
-			return errEmptyMessage()
-		}
-		return validateContent(mb.content(), mb.Embeds)
-	case discordgo.InteractionApplicationCommandAutocompleteResult:
-		var d struct {
-			Choices []struct {
-				Name  string `json:"name"`
-				Value any    `json:"value"`
-			} `json:"choices"`
-		}
-		_ = json.Unmarshal(data, &d)
-		if len(d.Choices) > 25 {
-			return formError("BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.", "data", "choices")
-		}
-		for _, c := range d.Choices {
-			if n := utf8.RuneCountInString(c.Name); n < 1 || n > 100 || c.Value == nil {
-				return formError("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.", "data", "choices")
-			}
-		}
-	case discordgo.InteractionResponseModal:
-		var d struct {
-			CustomID   string            `json:"custom_id"`
-			Title      string            `json:"title"`
-			Components []json.RawMessage `json:"components"`
-		}
-		_ = json.Unmarshal(data, &d)
-		if d.CustomID == "" || d.Title == "" || len(d.Components) == 0 {
-			return formError("BASE_TYPE_REQUIRED", "This field is required", "data")
-		}
-	}
-	return nil
-}
-
 // interactionMessageLocked files a message answering ix.
 func (s *Server) interactionMessageLocked(ix *interaction, mb *messageBody, files []Attachment, ephemeral bool) *message {
 	mb.Reference = nil
+	if ix.message != nil {
+		// An answer to a component (or to a modal a component opened)
+		// is a reply to the component's message.
+		mb.Reference = &discordgo.MessageReference{MessageID: ix.message.id}
+	}
 	m := s.newMessageLocked(s.channels[ix.channelID], s.bot, mb, files)
-	m.typ = discordgo.MessageTypeChatInputCommand
+	if m.ref == nil {
+		m.typ = discordgo.MessageTypeChatInputCommand
+	}
 	m.webhookID = s.cfg.appID
 	m.ix = ix
 	m.ephemeral = ephemeral
@@ -195,7 +82,7 @@ func (s *Server) createFollowup(r *request) (int, any, *apiError) {
 	if !mb.nonEmpty(len(r.files)) {
 		return fail(errEmptyMessage())
 	}
-	if e := validateContent(mb.content(), mb.Embeds); e != nil {
+	if e := validateMessage(mb.content(), mb.Embeds, mb.Components, mb.Flags); e != nil {
 		return fail(e)
 	}
 	resp := newResponse(ix, ResponseFollowup, r.body, mb)

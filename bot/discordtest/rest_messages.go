@@ -34,7 +34,7 @@ func (s *Server) createMessage(r *request) (int, any, *apiError) {
 	if !mb.nonEmpty(len(r.files)) {
 		return fail(errEmptyMessage())
 	}
-	if e := validateContent(mb.content(), mb.Embeds); e != nil {
+	if e := validateMessage(mb.content(), mb.Embeds, mb.Components, mb.Flags); e != nil {
 		return fail(e)
 	}
 	if e := s.checkReferenceLocked(c, mb); e != nil {
@@ -96,7 +96,7 @@ func (s *Server) newMessageLocked(c *channel, author user, mb *messageBody, file
 		embeds:     mb.Embeds,
 		components: mb.Components,
 		allowed:    mb.AllowedMentions,
-		flags:      mb.Flags & discordgo.MessageFlagsSuppressEmbeds,
+		flags:      mb.Flags & (discordgo.MessageFlagsSuppressEmbeds | discordgo.MessageFlagsIsComponentsV2),
 		created:    time.Now(),
 	}
 	for _, f := range files {
@@ -147,7 +147,7 @@ func (s *Server) applyEditLocked(m *message, mb *messageBody, files []Attachment
 	if mb.has("components") {
 		components = mb.Components
 	}
-	if e := validateContent(content, embeds); e != nil {
+	if e := validateMessage(content, embeds, components, m.flags|mb.Flags); e != nil {
 		return e
 	}
 	attachments := m.attachments

@@ -227,18 +227,14 @@ func (s *Server) messageJSONLocked(m *message, withReferenced bool) map[string]a
 		}
 	}
 	if m.ix != nil {
-		out["interaction_metadata"] = map[string]any{
-			"id":                             m.ix.id,
-			"type":                           int(discordgo.InteractionApplicationCommand),
-			"name":                           m.ix.name,
-			"user":                           userJSON(m.ix.user),
-			"authorizing_integration_owners": map[string]string{"0": m.ix.guildID},
-		}
-		out["interaction"] = map[string]any{
-			"id":   m.ix.id,
-			"type": int(discordgo.InteractionApplicationCommand),
-			"name": m.ix.name,
-			"user": userJSON(m.ix.user),
+		out["interaction_metadata"] = interactionMetadataJSON(m.ix)
+		if m.ix.typ == discordgo.InteractionApplicationCommand {
+			out["interaction"] = map[string]any{
+				"id":   m.ix.id,
+				"type": int(m.ix.typ),
+				"name": m.ix.name,
+				"user": userJSON(m.ix.user),
+			}
 		}
 	}
 	if m.threadID != "" {
@@ -247,6 +243,24 @@ func (s *Server) messageJSONLocked(m *message, withReferenced bool) map[string]a
 		}
 	}
 	return out
+}
+
+// interactionMetadataJSON is the interaction_metadata of a message
+// answering ix.
+func interactionMetadataJSON(ix *interaction) map[string]any {
+	md := map[string]any{
+		"id":                             ix.id,
+		"type":                           int(ix.typ),
+		"user":                           userJSON(ix.user),
+		"authorizing_integration_owners": map[string]string{"0": ix.guildID},
+	}
+	switch ix.typ {
+	case discordgo.InteractionApplicationCommand:
+		md["name"] = ix.name
+	case discordgo.InteractionMessageComponent:
+		md["interacted_message_id"] = ix.message.id
+	}
+	return md
 }
 
 func (s *Server) attachmentsJSON(m *message) []any {
