@@ -36,7 +36,12 @@ type interaction struct {
 	locale      string
 	guildLocale string
 
-	message *message // the message of the clicked component
+	// message is the message of the clicked component; for a modal
+	// submit, that of the component whose interaction showed the modal.
+	message *message
+	modal   *Modal       // the modal shown in answer (callback 9)
+	opener  *interaction // for a modal submit: the interaction that showed the modal
+	closed  bool         // a submit of this interaction's modal was acknowledged
 
 	dispatched  time.Time
 	deadline    time.Time // the first callback must arrive by then

@@ -45,6 +45,7 @@ type Response struct {
 	// AllowedMentions as sent; nil when absent.
 	AllowedMentions *discordgo.MessageAllowedMentions
 	Choices         []*discordgo.ApplicationCommandOptionChoice // autocomplete results
+	Modal           *Modal                                      // the modal shown (callback type 9)
 	Body            json.RawMessage                             // the request body (payload_json for uploads)
 	After           time.Duration                               // time since the interaction was dispatched
 }

@@ -81,9 +81,16 @@ func (s *Server) createInteractionResponse(r *request) (int, any, *apiError) {
 		}
 		_ = json.Unmarshal(data, &d)
 		resp.Choices = d.Choices
+	case discordgo.InteractionResponseModal:
+		ix.modal, _ = parseModal(data) // checked by checkCallback
+		shown := ix.modal.clone()
+		resp.Modal = &shown
 	}
 	ix.acked = true
 	ix.timer.Stop()
+	if ix.opener != nil {
+		ix.opener.closed = true // the user's client closes the modal
+	}
 	if ix.original != nil {
 		resp.MessageID = ix.original.id
 		if created && !ix.original.ephemeral {
@@ -148,15 +155,8 @@ func checkCallback(ix *interaction, typ discordgo.InteractionResponseType, mb *m
 			}
 		}
 	case discordgo.InteractionResponseModal:
-		var d struct {
-			CustomID   string            `json:"custom_id"`
-			Title      string            `json:"title"`
-			Components []json.RawMessage `json:"components"`
-		}
-		_ = json.Unmarshal(data, &d)
-		if d.CustomID == "" || d.Title == "" || len(d.Components) == 0 {
-			return formError("BASE_TYPE_REQUIRED", "This field is required", "data")
-		}
+		_, e := parseModal(data)
+		return e
 	}
 	return nil
 }

@@ -259,6 +259,8 @@ func interactionMetadataJSON(ix *interaction) map[string]any {
 		md["name"] = ix.name
 	case discordgo.InteractionMessageComponent:
 		md["interacted_message_id"] = ix.message.id
+	case discordgo.InteractionModalSubmit:
+		md["triggering_interaction_metadata"] = interactionMetadataJSON(ix.opener)
 	}
 	return md
 }
