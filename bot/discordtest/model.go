@@ -103,12 +103,14 @@ type Message struct {
 	ThreadID        string // the thread started from this message, if any
 }
 
-// Attachment is a file uploaded with a message.
+// Attachment is a file uploaded with a message, by the bot or by a user.
 type Attachment struct {
 	ID          string
 	Filename    string
 	ContentType string
 	Data        []byte
+	URL         string // on CDNURL(), signed
+	ProxyURL    string // on MediaURL(), signed
 }
 
 // Channel is a guild text channel or thread as the server stores it.

@@ -91,8 +91,7 @@ func (s *Server) createFollowup(r *request) (int, any, *apiError) {
 		m = o
 		m.content, m.embeds, m.components, m.allowed = mb.content(), mb.Embeds, mb.Components, mb.AllowedMentions
 		for _, f := range r.files {
-			f.ID = s.newID()
-			m.attachments = append(m.attachments, f)
+			m.attachments = append(m.attachments, s.newAttachmentLocked(m, f))
 		}
 		m.flags &^= discordgo.MessageFlagsLoading
 		resp.Ephemeral = m.ephemeral

@@ -100,8 +100,7 @@ func (s *Server) newMessageLocked(c *channel, author user, mb *messageBody, file
 		created:    time.Now(),
 	}
 	for _, f := range files {
-		f.ID = s.newID()
-		m.attachments = append(m.attachments, f)
+		m.attachments = append(m.attachments, s.newAttachmentLocked(m, f))
 	}
 	if mb.Reference != nil {
 		ref := *mb.Reference
@@ -161,12 +160,11 @@ func (s *Server) applyEditLocked(m *message, mb *messageBody, files []Attachment
 			}
 		}
 	}
-	for _, f := range files {
-		f.ID = s.newID()
-		attachments = append(attachments, f)
-	}
-	if content == "" && len(embeds) == 0 && len(components) == 0 && len(attachments) == 0 {
+	if content == "" && len(embeds) == 0 && len(components) == 0 && len(attachments)+len(files) == 0 {
 		return errEmptyMessage()
+	}
+	for _, f := range files {
+		attachments = append(attachments, s.newAttachmentLocked(m, f))
 	}
 	m.history = append(m.history, m.content)
 	m.content, m.embeds, m.components, m.attachments = content, embeds, components, attachments

@@ -52,6 +52,8 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /gateway", s.handleGateway)
 	mux.HandleFunc("GET /gateway/", s.handleGateway)
+	mux.HandleFunc("GET /cdn/attachments/{c}/{id}/{name}", s.serveAttachment)
+	mux.HandleFunc("GET /media/attachments/{c}/{id}/{name}", s.serveAttachment)
 	handlers := map[Route]handler{
 		RouteGetGateway:                s.getGateway,
 		RouteGetGatewayBot:             s.getGateway,

@@ -40,11 +40,14 @@ type Server struct {
 	users    map[string]user
 	human    string // id of the default human user
 
-	messages map[string]*message   // by id, ephemeral ones included
-	byChan   map[string][]*message // channel id to messages in creation order
-	nonces   map[string]*message   // channel id + nonce to the message it created
-	denied   map[string]bool       // channels the bot may not post in
-	typing   map[string]int
+	messages  map[string]*message   // by id, ephemeral ones included
+	byChan    map[string][]*message // channel id to messages in creation order
+	nonces    map[string]*message   // channel id + nonce to the message it created
+	denied    map[string]bool       // channels the bot may not post in
+	typing    map[string]int
+	files     map[string]*fileRecord // attachment id to the file the CDN serves
+	downloads map[string]int         // attachment id to downloads from the CDN
+	cdnKey    []byte                 // signs attachment URLs
 
 	commands     map[string][]*command // guild id ("" for global) to commands
 	interactions map[string]*interaction
@@ -81,6 +84,9 @@ func New(tb testing.TB, opts ...Option) *Server {
 		nonces:       map[string]*message{},
 		denied:       map[string]bool{},
 		typing:       map[string]int{},
+		files:        map[string]*fileRecord{},
+		downloads:    map[string]int{},
+		cdnKey:       []byte(randomHex(16)),
 		commands:     map[string][]*command{},
 		interactions: map[string]*interaction{},
 		ixByToken:    map[string]*interaction{},

@@ -3,7 +3,6 @@ package discordtest
 import (
 	"cmp"
 	"encoding/json"
-	"net/url"
 	"regexp"
 	"strconv"
 	"time"
@@ -268,13 +267,12 @@ func interactionMetadataJSON(ix *interaction) map[string]any {
 func (s *Server) attachmentsJSON(m *message) []any {
 	out := []any{}
 	for _, a := range m.attachments {
-		u := "https://cdn.discordapp.com/attachments/" + m.channelID + "/" + a.ID + "/" + url.PathEscape(a.Filename)
 		out = append(out, map[string]any{
 			"id":           a.ID,
 			"filename":     a.Filename,
 			"size":         len(a.Data),
-			"url":          u,
-			"proxy_url":    u,
+			"url":          a.URL,
+			"proxy_url":    a.ProxyURL,
 			"content_type": a.ContentType,
 		})
 	}
