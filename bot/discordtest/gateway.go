@@ -311,6 +311,8 @@ func (s *Server) sendLocked(sess *gwSession, event string, d any) {
 // requiredIntent is the intent a session needs to receive an event.
 func requiredIntent(event string) discordgo.Intent {
 	switch {
+	case strings.HasPrefix(event, "MESSAGE_REACTION_"):
+		return discordgo.IntentGuildMessageReactions
 	case strings.HasPrefix(event, "MESSAGE_"):
 		return discordgo.IntentGuildMessages
 	case strings.HasPrefix(event, "THREAD_"), strings.HasPrefix(event, "CHANNEL_"), strings.HasPrefix(event, "GUILD_"):

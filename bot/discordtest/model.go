@@ -68,6 +68,7 @@ type message struct {
 	history     []string
 	deleted     bool
 	threadID    string
+	reactions   []*reaction
 }
 
 type command struct {
@@ -100,7 +101,8 @@ type Message struct {
 	Edits           int      // number of edits
 	History         []string // content before each edit, oldest first
 	Deleted         bool
-	ThreadID        string // the thread started from this message, if any
+	ThreadID        string     // the thread started from this message, if any
+	Reactions       []Reaction // in the order they were first added
 }
 
 // Attachment is a file uploaded with a message, by the bot or by a user.
@@ -150,6 +152,7 @@ func (m *message) snapshot() Message {
 		History:      append([]string(nil), m.history...),
 		Deleted:      m.deleted,
 		ThreadID:     m.threadID,
+		Reactions:    m.reactionsSnapshot(),
 	}
 	for _, raw := range m.embeds {
 		var e discordgo.MessageEmbed

@@ -40,6 +40,9 @@ const (
 	RouteEditMessage   Route = "PATCH /channels/{c}/messages/{m}"
 	RouteDeleteMessage Route = "DELETE /channels/{c}/messages/{m}"
 
+	RouteAddReaction    Route = "PUT /channels/{c}/messages/{m}/reactions/{emoji}/@me"
+	RouteRemoveReaction Route = "DELETE /channels/{c}/messages/{m}/reactions/{emoji}/@me"
+
 	RouteStartThreadFromMessage Route = "POST /channels/{c}/messages/{m}/threads"
 	RouteStartThread            Route = "POST /channels/{c}/threads"
 	RouteJoinThread             Route = "PUT /channels/{c}/thread-members/@me"
@@ -79,6 +82,8 @@ func (s *Server) routes() http.Handler {
 		RouteGetMessage:                s.getMessage,
 		RouteEditMessage:               s.editMessage,
 		RouteDeleteMessage:             s.deleteMessage,
+		RouteAddReaction:               s.addReaction,
+		RouteRemoveReaction:            s.removeReaction,
 		RouteStartThreadFromMessage:    s.startThreadFromMessage,
 		RouteStartThread:               s.startThread,
 		RouteJoinThread:                s.joinThread,

@@ -197,6 +197,7 @@ func (s *Server) messageJSONLocked(m *message, withReferenced bool) map[string]a
 		"attachments":      s.attachmentsJSON(m),
 		"embeds":           rawOrEmpty(m.embeds),
 		"components":       rawOrEmpty(m.components),
+		"reactions":        s.reactionsJSON(m),
 		"pinned":           false,
 		"flags":            int(m.flags),
 	}
