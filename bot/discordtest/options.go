@@ -1,6 +1,10 @@
 package discordtest
 
-import "time"
+import (
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+)
 
 // config is what the options set.
 type config struct {
@@ -13,7 +17,7 @@ type config struct {
 	deadline      time.Duration
 	tokenLifetime time.Duration
 	waitTimeout   time.Duration
-	noPrivileged  bool
+	privileged    discordgo.Intent // enabled in the Developer Portal
 }
 
 type guildSpec struct {
@@ -31,6 +35,7 @@ func defaultConfig() config {
 		deadline:      3 * time.Second,
 		tokenLifetime: 15 * time.Minute,
 		waitTimeout:   10 * time.Second,
+		privileged:    privilegedIntents,
 	}
 }
 
@@ -101,8 +106,17 @@ func WithWaitTimeout(d time.Duration) Option {
 
 // WithoutPrivilegedIntents makes the application lack the privileged
 // intents (MESSAGE_CONTENT, GUILD_MEMBERS, GUILD_PRESENCES) in the
-// Developer Portal: an IDENTIFY asking for any of them is closed with code
-// 4014, as Discord does.
+// Developer Portal; it is WithPrivilegedIntents(0).
 func WithoutPrivilegedIntents() Option {
-	return func(c *config) { c.noPrivileged = true }
+	return WithPrivilegedIntents(0)
+}
+
+// WithPrivilegedIntents sets which privileged intents are enabled in the
+// Developer Portal; by default all three are. An IDENTIFY asking for one
+// that is not enabled is closed with 4014 "Disallowed intent(s).", as
+// Discord does. Without MESSAGE_CONTENT enabled, messages fetched over
+// REST lose their content too (except the bot's own and those mentioning
+// it), and GET /applications/@me reports the flags accordingly.
+func WithPrivilegedIntents(enabled discordgo.Intent) Option {
+	return func(c *config) { c.privileged = enabled & privilegedIntents }
 }

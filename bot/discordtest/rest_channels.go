@@ -29,10 +29,6 @@ func (s *Server) getCurrentUser(*request) (int, any, *apiError) {
 
 // getCurrentApplication is GET /applications/@me.
 func (s *Server) getCurrentApplication(*request) (int, any, *apiError) {
-	flags := 1<<13 | 1<<15 | 1<<19 // GATEWAY_GUILD_MEMBERS_LIMITED, _PRESENCE_LIMITED, _MESSAGE_CONTENT_LIMITED
-	if s.cfg.noPrivileged {
-		flags = 0
-	}
 	return ok(map[string]any{
 		"id":                     s.cfg.appID,
 		"name":                   s.bot.name,
@@ -41,7 +37,7 @@ func (s *Server) getCurrentApplication(*request) (int, any, *apiError) {
 		"bot_public":             false,
 		"bot_require_code_grant": false,
 		"verify_key":             strings.Repeat("0", 64),
-		"flags":                  flags,
+		"flags":                  s.applicationFlags(),
 		"bot":                    userJSON(s.bot),
 		"owner":                  userJSON(s.userLocked(s.human)),
 	})

@@ -91,7 +91,7 @@ func (s *Server) listMessages(r *request) (int, any, *apiError) {
 	}
 	out := make([]any, 0, len(window))
 	for i := len(window) - 1; i >= 0; i-- {
-		out = append(out, s.messageJSONLocked(window[i], true))
+		out = append(out, s.restMessageJSONLocked(window[i]))
 	}
 	return ok(out)
 }

@@ -197,7 +197,7 @@ func (s *Server) getMessage(r *request) (int, any, *apiError) {
 	if e != nil {
 		return fail(e)
 	}
-	return ok(s.messageJSONLocked(m, true))
+	return ok(s.restMessageJSONLocked(m))
 }
 
 func snowflake(id string) int64 {

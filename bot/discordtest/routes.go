@@ -16,6 +16,7 @@ const (
 
 	RouteGetCurrentUser        Route = "GET /users/@me"
 	RouteGetCurrentApplication Route = "GET /applications/@me"
+	RouteGetOAuth2Application  Route = "GET /oauth2/applications/@me" // discordgo's Application("@me")
 	RouteGetGuild              Route = "GET /guilds/{g}"
 	RouteGetGuildChannels      Route = "GET /guilds/{g}/channels"
 	RouteListActiveThreads     Route = "GET /guilds/{g}/threads/active"
@@ -62,6 +63,7 @@ func (s *Server) routes() http.Handler {
 		RouteGetGatewayBot:             s.getGateway,
 		RouteGetCurrentUser:            s.getCurrentUser,
 		RouteGetCurrentApplication:     s.getCurrentApplication,
+		RouteGetOAuth2Application:      s.getCurrentApplication,
 		RouteGetGuild:                  s.getGuild,
 		RouteGetGuildChannels:          s.getGuildChannels,
 		RouteListActiveThreads:         s.listActiveThreads,
@@ -102,8 +104,8 @@ func (s *Server) routes() http.Handler {
 // wrap counts the call, checks the bot token and plays injected faults.
 func (s *Server) wrap(route Route, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		authorized := r.Header.Get("Authorization") == "Bot "+s.cfg.token
 		s.mu.Lock()
+		authorized := !s.revoked && r.Header.Get("Authorization") == "Bot "+s.cfg.token
 		s.calls[route]++
 		f, faulted := fault{}, false
 		if authorized {

@@ -57,10 +57,12 @@ type Server struct {
 	unknown []string
 	faults  map[Route][]fault
 
-	sessions map[string]*gwSession
-	conns    map[*gwConn]struct{}
-	stats    GatewayStats
-	intents  discordgo.Intent
+	sessions   map[string]*gwSession
+	conns      map[*gwConn]struct{}
+	stats      GatewayStats
+	identifies []Identify
+	revoked    bool // RevokeToken was called
+	intents    discordgo.Intent
 }
 
 // New starts a fake Discord and stops it when the test ends.

@@ -280,6 +280,17 @@ func (s *Server) attachmentsJSON(m *message) []any {
 	return out
 }
 
+// restMessageJSONLocked is a message as REST returns it: when
+// MESSAGE_CONTENT is not enabled in the Developer Portal, others'
+// messages come without their content, as over the gateway.
+func (s *Server) restMessageJSONLocked(m *message) map[string]any {
+	out := s.messageJSONLocked(m, true)
+	if s.cfg.privileged&discordgo.IntentMessageContent == 0 && !s.contentVisible(out) {
+		return withoutContent(out)
+	}
+	return out
+}
+
 // withoutContent strips what a bot lacking the MESSAGE_CONTENT intent does
 // not receive.
 func withoutContent(msg map[string]any) map[string]any {
