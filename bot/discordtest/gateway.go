@@ -31,6 +31,7 @@ const privilegedIntents = discordgo.IntentGuildMembers | discordgo.IntentGuildPr
 type gwSession struct {
 	id      string
 	intents discordgo.Intent
+	shard   [2]int // [shard_id, num_shards]
 	seq     int64
 	log     []gwFrame
 	conn    *gwConn // nil while the bot is disconnected
@@ -218,14 +219,18 @@ func requiredIntent(event string) discordgo.Intent {
 	return 0
 }
 
-// dispatchLocked sends an event to every session that asked for it.
+// dispatchLocked sends an event to every session that asked for it, on
+// the shard of the event's guild.
 // Sessions without MESSAGE_CONTENT get stripped, unless the message is the
 // bot's own or mentions it.
 func (s *Server) dispatchLocked(event string, d map[string]any) {
-	if len(s.sessions) == 0 {
-		s.stats.Dropped++
-	}
+	guildID, _ := d["guild_id"].(string)
+	delivered := false
 	for _, sess := range s.sessions {
+		if !sess.onShard(guildID) {
+			continue
+		}
+		delivered = true
 		if need := requiredIntent(event); need != 0 && sess.intents&need == 0 {
 			continue
 		}
@@ -234,6 +239,9 @@ func (s *Server) dispatchLocked(event string, d map[string]any) {
 			payload = withoutContent(d)
 		}
 		s.sendLocked(sess, event, payload)
+	}
+	if !delivered {
+		s.stats.Dropped++
 	}
 	s.notifyLocked()
 }

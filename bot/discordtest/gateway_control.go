@@ -14,7 +14,7 @@ type GatewayStats struct {
 	Resumes       int // RESUMEs answered with a replay and RESUMED
 	FailedResumes int // RESUMEs answered with INVALID_SESSION
 	Heartbeats    int // heartbeats received (and acknowledged)
-	Dropped       int // dispatches sent while no session existed, so lost
+	Dropped       int // dispatches sent while no session (on their shard) existed, so lost
 
 	IdentifyAttempts int // IDENTIFYs received, refused ones included; see IdentifyLog
 	ResumeAttempts   int // RESUMEs received, refused ones included

@@ -10,6 +10,7 @@ import (
 // Identify is an IDENTIFY the gateway received, accepted or not.
 type Identify struct {
 	At        time.Time
+	Shard     [2]int // [shard_id, num_shards]; [0, 1] when the IDENTIFY had none
 	Intents   discordgo.Intent
 	CloseCode int // 0 when answered with READY, else the close code that refused it
 }
@@ -37,20 +38,21 @@ func (s *Server) closeLocked(c *gwConn, code int, reason string) {
 
 // refusalLocked is the close code and reason with which Discord would
 // refuse an IDENTIFY, or 0.
-func (s *Server) refusalLocked(token string, intents discordgo.Intent) (int, string) {
+func (s *Server) refusalLocked(token string, intents discordgo.Intent, shard [2]int) (int, string) {
 	switch {
 	case !s.tokenOKLocked(token):
 		return 4004, "Authentication failed."
 	case intents&privilegedIntents&^s.cfg.privileged != 0:
 		return 4014, "Disallowed intent(s)."
 	}
-	return 0, ""
+	return s.shardRefusal(shard)
 }
 
 func (s *Server) identify(c *gwConn, raw json.RawMessage) {
 	var d struct {
 		Token   string           `json:"token"`
 		Intents discordgo.Intent `json:"intents"`
+		Shard   *[2]int          `json:"shard"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
 		c.closeWith(4002, "Error while decoding payload.")
@@ -60,8 +62,11 @@ func (s *Server) identify(c *gwConn, raw json.RawMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.IdentifyAttempts++
-	rec := Identify{At: time.Now(), Intents: d.Intents}
-	if code, reason := s.refusalLocked(d.Token, d.Intents); code != 0 {
+	rec := Identify{At: time.Now(), Shard: [2]int{0, 1}, Intents: d.Intents}
+	if d.Shard != nil {
+		rec.Shard = *d.Shard
+	}
+	if code, reason := s.refusalLocked(d.Token, d.Intents, rec.Shard); code != 0 {
 		rec.CloseCode = code
 		s.identifies = append(s.identifies, rec)
 		s.closeLocked(c, code, reason)
@@ -74,7 +79,7 @@ func (s *Server) identify(c *gwConn, raw json.RawMessage) {
 		return
 	}
 	s.identifies = append(s.identifies, rec)
-	sess := &gwSession{id: randomHex(16), intents: d.Intents, conn: c}
+	sess := &gwSession{id: randomHex(16), intents: d.Intents, shard: rec.Shard, conn: c}
 	c.sess = sess
 	s.sessions[sess.id] = sess
 	s.stats.Identifies++
@@ -82,13 +87,15 @@ func (s *Server) identify(c *gwConn, raw json.RawMessage) {
 
 	var guilds []any
 	for _, g := range s.guilds {
-		guilds = append(guilds, map[string]any{"id": g.id, "unavailable": true})
+		if sess.onShard(g.id) {
+			guilds = append(guilds, map[string]any{"id": g.id, "unavailable": true})
+		}
 	}
 	me := userJSON(s.bot)
 	me["verified"] = true
 	me["mfa_enabled"] = false
 	me["flags"] = 0
-	s.sendLocked(sess, "READY", map[string]any{
+	ready := map[string]any{
 		"v":                       9,
 		"user":                    me,
 		"guilds":                  orEmpty(guilds),
@@ -103,9 +110,15 @@ func (s *Server) identify(c *gwConn, raw json.RawMessage) {
 		"geo_ordered_rtc_regions": []any{},
 		"user_settings":           map[string]any{},
 		"_trace":                  []string{"discordtest"},
-	})
+	}
+	if d.Shard != nil {
+		ready["shard"] = rec.Shard
+	}
+	s.sendLocked(sess, "READY", ready)
 	for _, g := range s.guilds {
-		s.sendLocked(sess, "GUILD_CREATE", s.guildJSONLocked(g))
+		if sess.onShard(g.id) {
+			s.sendLocked(sess, "GUILD_CREATE", s.guildJSONLocked(g))
+		}
 	}
 	s.notifyLocked()
 }

@@ -18,6 +18,10 @@ type config struct {
 	tokenLifetime time.Duration
 	waitTimeout   time.Duration
 	privileged    discordgo.Intent // enabled in the Developer Portal
+
+	shardsRequired    int // IDENTIFYs with fewer shards are closed with 4011
+	recommendedShards int // GET /gateway/bot's shards
+	maxConcurrency    int // GET /gateway/bot's max_concurrency
 }
 
 type guildSpec struct {
@@ -36,6 +40,9 @@ func defaultConfig() config {
 		tokenLifetime: 15 * time.Minute,
 		waitTimeout:   10 * time.Second,
 		privileged:    privilegedIntents,
+
+		recommendedShards: 1,
+		maxConcurrency:    1,
 	}
 }
 
@@ -119,4 +126,31 @@ func WithoutPrivilegedIntents() Option {
 // it), and GET /applications/@me reports the flags accordingly.
 func WithPrivilegedIntents(enabled discordgo.Intent) Option {
 	return func(c *config) { c.privileged = enabled & privilegedIntents }
+}
+
+// WithShardingRequired makes the bot too big for fewer than n shards, as
+// Discord does from 2,500 guilds: an IDENTIFY with a num_shards under n
+// (or without shard, which counts as one) is closed with 4011 "Sharding
+// required.". It also sets the recommended shard count of GET /gateway/bot
+// to n, unless WithRecommendedShards says otherwise.
+func WithShardingRequired(n int) Option {
+	return func(c *config) {
+		c.shardsRequired = n
+		c.recommendedShards = max(c.recommendedShards, n)
+	}
+}
+
+// WithRecommendedShards sets the shards GET /gateway/bot recommends; the
+// default is 1.
+func WithRecommendedShards(n int) Option {
+	return func(c *config) { c.recommendedShards = max(n, 1) }
+}
+
+// WithMaxConcurrency sets session_start_limit.max_concurrency of GET
+// /gateway/bot; the default is 1. Shards whose shard_id % max_concurrency
+// are equal must IDENTIFY at least 5 s apart on Discord. The fake does not
+// enforce that, to keep tests fast; IdentifyLog records when each shard
+// identified, for a test to check.
+func WithMaxConcurrency(n int) Option {
+	return func(c *config) { c.maxConcurrency = max(n, 1) }
 }

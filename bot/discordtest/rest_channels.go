@@ -10,12 +10,10 @@ import (
 
 // getGateway is GET /gateway and GET /gateway/bot.
 func (s *Server) getGateway(r *request) (int, any, *apiError) {
-	out := map[string]any{"url": s.gatewayURL()}
 	if strings.HasSuffix(r.URL.Path, "/bot") {
-		out["shards"] = 1
-		out["session_start_limit"] = map[string]any{"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1}
+		return ok(s.gatewayBotJSON())
 	}
-	return ok(out)
+	return ok(map[string]any{"url": s.gatewayURL()})
 }
 
 // getCurrentUser is GET /users/@me.

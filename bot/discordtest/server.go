@@ -101,8 +101,8 @@ func New(tb testing.TB, opts ...Option) *Server {
 	s.cfg.appID = cmp.Or(cfg.appID, s.newID())
 	s.users[s.bot.id] = s.bot
 	s.human = s.addUser("alice", false)
-	for _, spec := range cfg.guilds {
-		g := &guild{id: s.newID(), name: spec.name, created: time.Now()}
+	for i, spec := range cfg.guilds {
+		g := &guild{id: guildID(i, time.Now()), name: spec.name, created: time.Now()}
 		for i, name := range spec.channels {
 			c := &channel{id: s.newID(), guildID: g.id, name: name, typ: discordgo.ChannelTypeGuildText, position: i}
 			s.channels[c.id] = c
