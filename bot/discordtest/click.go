@@ -15,6 +15,8 @@ type ClickButton struct {
 	ChannelID   string // optional; when set, the message must be in this channel
 	UserID      string // default: UserID()
 	Permissions int64  // the member's permissions in the channel
+	Locale      string // the user's client locale; default en-US
+	GuildLocale string // the guild's preferred locale; default en-US
 }
 
 // ClickButton dispatches INTERACTION_CREATE for a click on a button (type
@@ -29,6 +31,10 @@ func (s *Server) ClickButton(tb testing.TB, cb ClickButton) *Interaction {
 	tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := checkLocales(cb.Locale, cb.GuildLocale); err != nil {
+		tb.Fatalf("click %s: %v", cb.CustomID, err)
+		return nil
+	}
 	m := s.messages[cb.MessageID]
 	if m == nil || m.deleted || (cb.ChannelID != "" && m.channelID != cb.ChannelID) {
 		tb.Fatalf("click %s: no message %s in channel %q", cb.CustomID, cb.MessageID, cb.ChannelID)
@@ -52,10 +58,12 @@ func (s *Server) ClickButton(tb testing.TB, cb ClickButton) *Interaction {
 	}
 
 	ix := s.newInteractionLocked(invocation{
-		typ:     discordgo.InteractionMessageComponent,
-		channel: s.channels[m.channelID],
-		userID:  cb.UserID,
-		perms:   cb.Permissions,
+		typ:         discordgo.InteractionMessageComponent,
+		channel:     s.channels[m.channelID],
+		userID:      cb.UserID,
+		perms:       cb.Permissions,
+		locale:      cb.Locale,
+		guildLocale: cb.GuildLocale,
 	})
 	ix.customID, ix.message = cb.CustomID, m
 	return s.dispatchInteractionLocked(ix, map[string]any{

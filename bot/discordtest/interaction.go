@@ -16,6 +16,8 @@ type SlashCommand struct {
 	UserID      string          // default: UserID()
 	Permissions int64           // the member's permissions in the channel, e.g. discordgo.PermissionAdministrator
 	Options     []CommandOption // as the user filled them in
+	Locale      string          // the user's client locale, e.g. "de"; default en-US
+	GuildLocale string          // the guild's preferred locale; default en-US
 
 	// Unchecked dispatches even if the command is not registered or the
 	// options do not match its definition, which Discord never does.
@@ -168,6 +170,10 @@ func (s *Server) dispatchCommand(tb testing.TB, sc SlashCommand, typ discordgo.I
 		tb.Fatalf("slash command /%s: unknown channel %q", sc.Name, chID)
 		return nil
 	}
+	if err := checkLocales(sc.Locale, sc.GuildLocale); err != nil {
+		tb.Fatalf("slash command /%s: %v", sc.Name, err)
+		return nil
+	}
 	autocomplete := typ == discordgo.InteractionApplicationCommandAutocomplete
 	if focused := countFocused(sc.Options); autocomplete && focused != 1 {
 		tb.Fatalf("autocomplete /%s: %d focused options, want 1", sc.Name, focused)
@@ -187,7 +193,9 @@ func (s *Server) dispatchCommand(tb testing.TB, sc SlashCommand, typ discordgo.I
 		return nil
 	}
 
-	ix := s.newInteractionLocked(invocation{typ: typ, channel: ch, userID: sc.UserID, perms: sc.Permissions})
+	ix := s.newInteractionLocked(invocation{
+		typ: typ, channel: ch, userID: sc.UserID, perms: sc.Permissions, locale: sc.Locale, guildLocale: sc.GuildLocale,
+	})
 	ix.name = sc.Name
 	data := map[string]any{
 		"id":       cmp.Or(cmdID, s.newID()),

@@ -17,6 +17,7 @@ var commandNameRE = regexp.MustCompile(`^[-_'\p{L}\p{N}]{1,32}$`)
 
 // commandDef is the part of a command the server checks.
 type commandDef struct {
+	localized
 	Name        string      `json:"name"`
 	Type        int         `json:"type"`
 	Description string      `json:"description"`
@@ -24,6 +25,7 @@ type commandDef struct {
 }
 
 type optionDef struct {
+	localized
 	Name         string            `json:"name"`
 	Description  string            `json:"description"`
 	Type         int               `json:"type"`
@@ -127,14 +129,20 @@ func validateCommands(defs []commandDef) *apiError {
 			if e := checkDescription(d.Description, idx, "description"); e != nil {
 				return e
 			}
+			if e := d.localized.check(checkName, idx); e != nil {
+				return e
+			}
 			if e := validateOptions(d.Options, false, false, idx, "options"); e != nil {
 				return e
 			}
 		case 2, 3:
-			if n := utf8.RuneCountInString(d.Name); n < 1 || n > 32 {
-				return formError("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 32 in length.", idx, "name")
+			if e := contextName(d.Name, idx, "name"); e != nil {
+				return e
 			}
-			if d.Description != "" || len(d.Options) > 0 {
+			if e := d.NameLocalizations.check(contextName, idx, "name_localizations"); e != nil {
+				return e
+			}
+			if d.Description != "" || len(d.Options) > 0 || len(d.DescriptionLocalizations) > 0 {
 				return formError("APPLICATION_COMMAND_CONTEXT_MENU_INVALID", "Context menu commands cannot have description or options", idx)
 			}
 		default:
@@ -183,6 +191,9 @@ func validateOptions(opts []optionDef, inGroup, inSub bool, path ...string) *api
 		if e := checkDescription(o.Description, at("description")...); e != nil {
 			return e
 		}
+		if e := o.localized.check(checkName, p...); e != nil {
+			return e
+		}
 		if o.Type < 1 || o.Type > 11 {
 			return formError("BASE_TYPE_CHOICES", "Value must be one of {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}.", at("type")...)
 		}
@@ -207,6 +218,9 @@ func validateOptions(opts []optionDef, inGroup, inSub bool, path ...string) *api
 		}
 		if len(o.Choices) > 25 {
 			return formError("BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.", at("choices")...)
+		}
+		if e := checkChoices(o.Choices, at("choices")...); e != nil {
+			return e
 		}
 		if o.Autocomplete && len(o.Choices) > 0 {
 			return formError("APPLICATION_COMMAND_OPTION_CHOICES_AUTOCOMPLETE", "Autocomplete cannot be set with choices", at("autocomplete")...)

@@ -1,6 +1,7 @@
 package discordtest
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -9,6 +10,20 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 )
+
+// SubmitOption changes a modal submission.
+type SubmitOption func(*submitOptions)
+
+type submitOptions struct {
+	locale, guildLocale string
+}
+
+// SubmitLocale sets the user's and the guild's locale on the submission;
+// by default they are those of the interaction that showed the modal. An
+// empty string keeps the default.
+func SubmitLocale(locale, guildLocale string) SubmitOption {
+	return func(o *submitOptions) { o.locale, o.guildLocale = locale, guildLocale }
+}
 
 // SubmitModal dispatches INTERACTION_CREATE for the submission (type 5,
 // MODAL_SUBMIT) of the modal the bot showed in answer to ix, by the same
@@ -25,8 +40,16 @@ import (
 // The bot must acknowledge the submission within the deadline, once, with
 // callback type 4 or 5, or, when a component opened the modal, also 6 or 7,
 // which act on the component's message. A modal cannot answer a modal.
-func (s *Server) SubmitModal(tb testing.TB, ix *Interaction, values map[string]string) *Interaction {
+func (s *Server) SubmitModal(tb testing.TB, ix *Interaction, values map[string]string, opts ...SubmitOption) *Interaction {
 	tb.Helper()
+	var o submitOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := checkLocales(o.locale, o.guildLocale); err != nil {
+		tb.Fatalf("submit modal: %v", err)
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	opener := ix.ix
@@ -75,8 +98,8 @@ func (s *Server) SubmitModal(tb testing.TB, ix *Interaction, values map[string]s
 		channel:     s.channels[opener.channelID],
 		userID:      opener.user.id,
 		perms:       opener.perms,
-		locale:      opener.locale,
-		guildLocale: opener.guildLocale,
+		locale:      cmp.Or(o.locale, opener.locale),
+		guildLocale: cmp.Or(o.guildLocale, opener.guildLocale),
 	})
 	sub.customID, sub.opener, sub.message = modal.CustomID, opener, opener.message
 	return s.dispatchInteractionLocked(sub, map[string]any{
