@@ -9,7 +9,9 @@ import (
 	"github.com/bwmarrin/discordgo"
 )
 
-// Interaction is a dispatched interaction, to watch how the bot answers it.
+// Interaction is a dispatched interaction (a slash command, an
+// autocomplete, a button click or a modal submission), to watch how the
+// bot answers it.
 type Interaction struct {
 	ID    string
 	Token string
@@ -120,7 +122,8 @@ func (i *Interaction) WaitExpired(tb testing.TB) {
 }
 
 // Original returns the original response message: the one made by a type
-// 4 or 5 callback. ok is false before there is one.
+// 4 or 5 callback or, after a type 6 or 7 callback to a component, the
+// message the component is on. ok is false before there is one.
 func (i *Interaction) Original() (m Message, ok bool) {
 	i.s.mu.Lock()
 	defer i.s.mu.Unlock()
