@@ -22,6 +22,10 @@ func errUnknownMessage() *apiError {
 	return &apiError{status: 404, Code: 10008, Message: "Unknown Message"}
 }
 
+func errUnknownEmoji() *apiError {
+	return &apiError{status: 400, Code: 10014, Message: "Unknown Emoji"}
+}
+
 func errUnknownWebhook() *apiError {
 	return &apiError{status: 404, Code: 10015, Message: "Unknown Webhook"}
 }

@@ -31,6 +31,7 @@ const privilegedIntents = discordgo.IntentGuildMembers | discordgo.IntentGuildPr
 type gwSession struct {
 	id      string
 	intents discordgo.Intent
+	shard   [2]int // [shard_id, num_shards]
 	seq     int64
 	log     []gwFrame
 	conn    *gwConn // nil while the bot is disconnected
@@ -192,109 +193,6 @@ func (s *Server) readLoop(c *gwConn) {
 	}
 }
 
-func (s *Server) tokenOK(token string) bool {
-	return token == "Bot "+s.cfg.token || token == s.cfg.token
-}
-
-func (s *Server) identify(c *gwConn, raw json.RawMessage) {
-	var d struct {
-		Token   string           `json:"token"`
-		Intents discordgo.Intent `json:"intents"`
-	}
-	if err := json.Unmarshal(raw, &d); err != nil {
-		c.closeWith(4002, "Error while decoding payload.")
-		return
-	}
-	if !s.tokenOK(d.Token) {
-		c.closeWith(4004, "Authentication failed.")
-		return
-	}
-	if s.cfg.noPrivileged && d.Intents&privilegedIntents != 0 {
-		c.closeWith(4014, "Disallowed intent(s).")
-		return
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c.sess != nil {
-		c.closeWith(4005, "Already authenticated.")
-		return
-	}
-	sess := &gwSession{id: randomHex(16), intents: d.Intents, conn: c}
-	c.sess = sess
-	s.sessions[sess.id] = sess
-	s.stats.Identifies++
-	s.intents = d.Intents
-
-	var guilds []any
-	for _, g := range s.guilds {
-		guilds = append(guilds, map[string]any{"id": g.id, "unavailable": true})
-	}
-	me := userJSON(s.bot)
-	me["verified"] = true
-	me["mfa_enabled"] = false
-	me["flags"] = 0
-	s.sendLocked(sess, "READY", map[string]any{
-		"v":                       9,
-		"user":                    me,
-		"guilds":                  orEmpty(guilds),
-		"session_id":              sess.id,
-		"session_type":            "normal",
-		"resume_gateway_url":      s.gatewayURL(),
-		"application":             map[string]any{"id": s.cfg.appID, "flags": 0},
-		"private_channels":        []any{},
-		"relationships":           []any{},
-		"presences":               []any{},
-		"guild_join_requests":     []any{},
-		"geo_ordered_rtc_regions": []any{},
-		"user_settings":           map[string]any{},
-		"_trace":                  []string{"discordtest"},
-	})
-	for _, g := range s.guilds {
-		s.sendLocked(sess, "GUILD_CREATE", s.guildJSONLocked(g))
-	}
-	s.notifyLocked()
-}
-
-func (s *Server) resume(c *gwConn, raw json.RawMessage) {
-	var d struct {
-		Token     string `json:"token"`
-		SessionID string `json:"session_id"`
-		Seq       int64  `json:"seq"`
-	}
-	if err := json.Unmarshal(raw, &d); err != nil {
-		c.closeWith(4002, "Error while decoding payload.")
-		return
-	}
-	if !s.tokenOK(d.Token) {
-		c.closeWith(4004, "Authentication failed.")
-		return
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	defer s.notifyLocked()
-	sess := s.sessions[d.SessionID]
-	if sess == nil || c.sess != nil {
-		s.stats.FailedResumes++
-		c.sendOp(opInvalidSession, false)
-		return
-	}
-	if old := sess.conn; old != nil && old != c {
-		old.sess = nil
-		old.close()
-	}
-	sess.conn = c
-	c.sess = sess
-	for _, f := range sess.log {
-		if f.seq > d.Seq {
-			c.send(f.data)
-		}
-	}
-	s.sendLocked(sess, "RESUMED", map[string]any{"_trace": []string{"discordtest"}})
-	s.stats.Resumes++
-}
-
 // sendLocked logs a dispatch in sess and sends it if sess is connected.
 func (s *Server) sendLocked(sess *gwSession, event string, d any) {
 	sess.seq++
@@ -311,6 +209,8 @@ func (s *Server) sendLocked(sess *gwSession, event string, d any) {
 // requiredIntent is the intent a session needs to receive an event.
 func requiredIntent(event string) discordgo.Intent {
 	switch {
+	case strings.HasPrefix(event, "MESSAGE_REACTION_"):
+		return discordgo.IntentGuildMessageReactions
 	case strings.HasPrefix(event, "MESSAGE_"):
 		return discordgo.IntentGuildMessages
 	case strings.HasPrefix(event, "THREAD_"), strings.HasPrefix(event, "CHANNEL_"), strings.HasPrefix(event, "GUILD_"):
@@ -319,14 +219,18 @@ func requiredIntent(event string) discordgo.Intent {
 	return 0
 }
 
-// dispatchLocked sends an event to every session that asked for it.
+// dispatchLocked sends an event to every session that asked for it, on
+// the shard of the event's guild.
 // Sessions without MESSAGE_CONTENT get stripped, unless the message is the
 // bot's own or mentions it.
 func (s *Server) dispatchLocked(event string, d map[string]any) {
-	if len(s.sessions) == 0 {
-		s.stats.Dropped++
-	}
+	guildID, _ := d["guild_id"].(string)
+	delivered := false
 	for _, sess := range s.sessions {
+		if !sess.onShard(guildID) {
+			continue
+		}
+		delivered = true
 		if need := requiredIntent(event); need != 0 && sess.intents&need == 0 {
 			continue
 		}
@@ -335,6 +239,9 @@ func (s *Server) dispatchLocked(event string, d map[string]any) {
 			payload = withoutContent(d)
 		}
 		s.sendLocked(sess, event, payload)
+	}
+	if !delivered {
+		s.stats.Dropped++
 	}
 	s.notifyLocked()
 }

@@ -14,7 +14,12 @@ type GatewayStats struct {
 	Resumes       int // RESUMEs answered with a replay and RESUMED
 	FailedResumes int // RESUMEs answered with INVALID_SESSION
 	Heartbeats    int // heartbeats received (and acknowledged)
-	Dropped       int // dispatches sent while no session existed, so lost
+	Dropped       int // dispatches sent while no session (on their shard) existed, so lost
+
+	IdentifyAttempts int // IDENTIFYs received, refused ones included; see IdentifyLog
+	ResumeAttempts   int // RESUMEs received, refused ones included
+	Closes           int // connections the server closed with a gateway close code
+	LastCloseCode    int // the code of the latest such close, 0 if none
 }
 
 // Connected reports whether a gateway connection has identified or resumed.
@@ -106,4 +111,40 @@ func (s *Server) RequestHeartbeat() {
 	for c := range s.conns {
 		c.sendOp(opHeartbeat, nil)
 	}
+}
+
+// CloseGateway closes every gateway connection with a close code and
+// reason, as Discord does when something goes wrong. After a code that
+// allows resuming (4000 to 4003, 4005, 4008, or one outside 4000–4999)
+// the sessions stay valid; after the others (4004, 4007, 4009 to 4014)
+// they are forgotten, so a RESUME gets INVALID_SESSION. discordgo v0.29.0
+// ignores the code: it reconnects after the second its Close sleeps, so a
+// bot that must stop (on 4004, 4010 to 4014) has to do so itself; count
+// its attempts with GatewayStats.
+func (s *Server) CloseGateway(code int, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.sess != nil {
+			c.sess.conn = nil
+			c.sess = nil
+		}
+		s.closeLocked(c, code, reason)
+	}
+	switch code {
+	case 4004, 4007, 4009, 4010, 4011, 4012, 4013, 4014:
+		clear(s.sessions)
+	}
+}
+
+// RevokeToken invalidates the bot token, as resetting it in the Developer
+// Portal does: from now on REST calls answer 401, IDENTIFY and RESUME are
+// closed with 4004 "Authentication failed.", and open connections are
+// closed with 4004 at once. discordgo keeps retrying with backoff, so use
+// it only where the bot stops on its own or the test ends soon after.
+func (s *Server) RevokeToken() {
+	s.mu.Lock()
+	s.revoked = true
+	s.mu.Unlock()
+	s.CloseGateway(4004, "Authentication failed.")
 }

@@ -2,9 +2,6 @@ package discordtest
 
 import (
 	"cmp"
-	"encoding/json"
-	"fmt"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -19,69 +16,12 @@ type SlashCommand struct {
 	UserID      string          // default: UserID()
 	Permissions int64           // the member's permissions in the channel, e.g. discordgo.PermissionAdministrator
 	Options     []CommandOption // as the user filled them in
+	Locale      string          // the user's client locale, e.g. "de"; default en-US
+	GuildLocale string          // the guild's preferred locale; default en-US
 
 	// Unchecked dispatches even if the command is not registered or the
 	// options do not match its definition, which Discord never does.
 	Unchecked bool
-}
-
-// CommandOption is an option value of a slash command, or a subcommand or
-// group holding options. Build one with StringOption, IntegerOption and the
-// other constructors.
-type CommandOption struct {
-	Name    string
-	Type    discordgo.ApplicationCommandOptionType
-	Value   any // string, int64, float64 or bool; snowflake strings for users and channels
-	Options []CommandOption
-	Focused bool // the option being typed, for autocomplete
-}
-
-// StringOption is a string option.
-func StringOption(name, v string) CommandOption {
-	return CommandOption{Name: name, Type: discordgo.ApplicationCommandOptionString, Value: v}
-}
-
-// IntegerOption is an integer option.
-func IntegerOption(name string, v int64) CommandOption {
-	return CommandOption{Name: name, Type: discordgo.ApplicationCommandOptionInteger, Value: v}
-}
-
-// NumberOption is a number (float) option.
-func NumberOption(name string, v float64) CommandOption {
-	return CommandOption{Name: name, Type: discordgo.ApplicationCommandOptionNumber, Value: v}
-}
-
-// BoolOption is a boolean option.
-func BoolOption(name string, v bool) CommandOption {
-	return CommandOption{Name: name, Type: discordgo.ApplicationCommandOptionBoolean, Value: v}
-}
-
-// ChannelOption is a channel option; the channel is also put in the
-// interaction's resolved data.
-func ChannelOption(name, channelID string) CommandOption {
-	return CommandOption{Name: name, Type: discordgo.ApplicationCommandOptionChannel, Value: channelID}
-}
-
-// UserOption is a user option; the user is also put in the interaction's
-// resolved data.
-func UserOption(name, userID string) CommandOption {
-	return CommandOption{Name: name, Type: discordgo.ApplicationCommandOptionUser, Value: userID}
-}
-
-// Subcommand is a subcommand with its options.
-func Subcommand(name string, opts ...CommandOption) CommandOption {
-	return CommandOption{Name: name, Type: discordgo.ApplicationCommandOptionSubCommand, Options: opts}
-}
-
-// SubcommandGroup is a subcommand group holding one subcommand.
-func SubcommandGroup(name string, sub CommandOption) CommandOption {
-	return CommandOption{Name: name, Type: discordgo.ApplicationCommandOptionSubCommandGroup, Options: []CommandOption{sub}}
-}
-
-// Focus marks the option as the one being typed, for Autocomplete.
-func (o CommandOption) Focus() CommandOption {
-	o.Focused = true
-	return o
 }
 
 // interaction is the server's record of a dispatched interaction.
@@ -89,10 +29,22 @@ type interaction struct {
 	id          string
 	token       string
 	typ         discordgo.InteractionType
-	name        string
+	name        string // the command's; "" for components and modal submits
+	customID    string // the component's or the modal's
 	guildID     string
 	channelID   string
 	user        user
+	perms       int64 // the member's permissions
+	locale      string
+	guildLocale string
+
+	// message is the message of the clicked component; for a modal
+	// submit, that of the component whose interaction showed the modal.
+	message *message
+	modal   *Modal       // the modal shown in answer (callback 9)
+	opener  *interaction // for a modal submit: the interaction that showed the modal
+	closed  bool         // a submit of this interaction's modal was acknowledged
+
 	dispatched  time.Time
 	deadline    time.Time // the first callback must arrive by then
 	tokenExpiry time.Time
@@ -104,12 +56,97 @@ type interaction struct {
 	timer       *time.Timer
 }
 
+// describe names the interaction in test failures.
+func (ix *interaction) describe() string {
+	switch ix.typ {
+	case discordgo.InteractionMessageComponent:
+		return "click on " + ix.customID
+	case discordgo.InteractionModalSubmit:
+		return "submit of modal " + ix.customID
+	}
+	return "/" + ix.name
+}
+
+// invocation is what every interaction has: who acts where.
+type invocation struct {
+	typ         discordgo.InteractionType
+	channel     *channel
+	userID      string // default: the default human user
+	perms       int64
+	locale      string // default: en-US
+	guildLocale string // default: en-US
+}
+
+// newInteractionLocked files an interaction and starts its deadline.
+func (s *Server) newInteractionLocked(inv invocation) *interaction {
+	now := time.Now()
+	ix := &interaction{
+		id:          s.newID(),
+		token:       "aW50ZXJhY3Rpb24" + randomHex(24),
+		typ:         inv.typ,
+		guildID:     inv.channel.guildID,
+		channelID:   inv.channel.id,
+		user:        s.userLocked(cmp.Or(inv.userID, s.human)),
+		perms:       inv.perms,
+		locale:      cmp.Or(inv.locale, "en-US"),
+		guildLocale: cmp.Or(inv.guildLocale, "en-US"),
+		dispatched:  now,
+		deadline:    now.Add(s.cfg.deadline),
+		tokenExpiry: now.Add(s.cfg.tokenLifetime),
+	}
+	ix.timer = time.AfterFunc(s.cfg.deadline, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !ix.acked {
+			ix.expired = true
+			s.notifyLocked()
+		}
+	})
+	s.interactions[ix.id] = ix
+	s.ixByToken[ix.token] = ix
+	return ix
+}
+
+// dispatchInteractionLocked sends INTERACTION_CREATE for ix with its data.
+func (s *Server) dispatchInteractionLocked(ix *interaction, data map[string]any) *Interaction {
+	ch := s.channels[ix.channelID]
+	perms := strconv.FormatInt(ix.perms, 10)
+	member := memberJSON(ix.dispatched.Add(-time.Hour))
+	member["user"] = userJSON(ix.user)
+	member["permissions"] = perms
+	partial := s.channelJSONLocked(ch)
+	partial["permissions"] = perms
+	payload := map[string]any{
+		"id":                             ix.id,
+		"application_id":                 s.cfg.appID,
+		"type":                           int(ix.typ),
+		"token":                          ix.token,
+		"version":                        1,
+		"guild_id":                       ix.guildID,
+		"channel_id":                     ix.channelID,
+		"channel":                        partial,
+		"member":                         member,
+		"app_permissions":                strconv.FormatInt(s.botPermissionsLocked(ch), 10),
+		"locale":                         ix.locale,
+		"guild_locale":                   ix.guildLocale,
+		"context":                        0,
+		"authorizing_integration_owners": map[string]string{"0": ix.guildID},
+		"entitlements":                   []any{},
+		"data":                           data,
+	}
+	if ix.message != nil {
+		payload["message"] = s.messageJSONLocked(ix.message, true)
+	}
+	s.dispatchLocked("INTERACTION_CREATE", payload)
+	return &Interaction{ID: ix.id, Token: ix.token, s: s, ix: ix}
+}
+
 // SlashCommand dispatches INTERACTION_CREATE for an application command.
 // The command must be registered (in the channel's guild or globally) and
 // the options must fit its definition, unless sc.Unchecked is set.
 func (s *Server) SlashCommand(tb testing.TB, sc SlashCommand) *Interaction {
 	tb.Helper()
-	return s.dispatchInteraction(tb, sc, discordgo.InteractionApplicationCommand)
+	return s.dispatchCommand(tb, sc, discordgo.InteractionApplicationCommand)
 }
 
 // Autocomplete dispatches INTERACTION_CREATE for autocomplete (type 4):
@@ -117,10 +154,10 @@ func (s *Server) SlashCommand(tb testing.TB, sc SlashCommand) *Interaction {
 // a type 8 callback, recorded as a Response with Choices.
 func (s *Server) Autocomplete(tb testing.TB, sc SlashCommand) *Interaction {
 	tb.Helper()
-	return s.dispatchInteraction(tb, sc, discordgo.InteractionApplicationCommandAutocomplete)
+	return s.dispatchCommand(tb, sc, discordgo.InteractionApplicationCommandAutocomplete)
 }
 
-func (s *Server) dispatchInteraction(tb testing.TB, sc SlashCommand, typ discordgo.InteractionType) *Interaction {
+func (s *Server) dispatchCommand(tb testing.TB, sc SlashCommand, typ discordgo.InteractionType) *Interaction {
 	tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -131,6 +168,10 @@ func (s *Server) dispatchInteraction(tb testing.TB, sc SlashCommand, typ discord
 	ch := s.channels[chID]
 	if ch == nil {
 		tb.Fatalf("slash command /%s: unknown channel %q", sc.Name, chID)
+		return nil
+	}
+	if err := checkLocales(sc.Locale, sc.GuildLocale); err != nil {
+		tb.Fatalf("slash command /%s: %v", sc.Name, err)
 		return nil
 	}
 	autocomplete := typ == discordgo.InteractionApplicationCommandAutocomplete
@@ -152,34 +193,10 @@ func (s *Server) dispatchInteraction(tb testing.TB, sc SlashCommand, typ discord
 		return nil
 	}
 
-	now := time.Now()
-	ix := &interaction{
-		id:          s.newID(),
-		token:       "aW50ZXJhY3Rpb24" + randomHex(24),
-		typ:         typ,
-		name:        sc.Name,
-		guildID:     ch.guildID,
-		channelID:   ch.id,
-		user:        s.userLocked(cmp.Or(sc.UserID, s.human)),
-		dispatched:  now,
-		deadline:    now.Add(s.cfg.deadline),
-		tokenExpiry: now.Add(s.cfg.tokenLifetime),
-	}
-	ix.timer = time.AfterFunc(s.cfg.deadline, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if !ix.acked {
-			ix.expired = true
-			s.notifyLocked()
-		}
+	ix := s.newInteractionLocked(invocation{
+		typ: typ, channel: ch, userID: sc.UserID, perms: sc.Permissions, locale: sc.Locale, guildLocale: sc.GuildLocale,
 	})
-	s.interactions[ix.id] = ix
-	s.ixByToken[ix.token] = ix
-
-	perms := strconv.FormatInt(sc.Permissions, 10)
-	member := memberJSON(now.Add(-time.Hour))
-	member["user"] = userJSON(ix.user)
-	member["permissions"] = perms
+	ix.name = sc.Name
 	data := map[string]any{
 		"id":       cmp.Or(cmdID, s.newID()),
 		"name":     sc.Name,
@@ -189,30 +206,10 @@ func (s *Server) dispatchInteraction(tb testing.TB, sc SlashCommand, typ discord
 	if len(sc.Options) > 0 {
 		data["options"] = optionsJSON(sc.Options)
 	}
-	if resolved := s.resolvedLocked(sc.Options, perms); len(resolved) > 0 {
+	if resolved := s.resolvedLocked(sc.Options, strconv.FormatInt(sc.Permissions, 10)); len(resolved) > 0 {
 		data["resolved"] = resolved
 	}
-	partial := s.channelJSONLocked(ch)
-	partial["permissions"] = perms
-	s.dispatchLocked("INTERACTION_CREATE", map[string]any{
-		"id":                             ix.id,
-		"application_id":                 s.cfg.appID,
-		"type":                           int(typ),
-		"token":                          ix.token,
-		"version":                        1,
-		"guild_id":                       ch.guildID,
-		"channel_id":                     ch.id,
-		"channel":                        partial,
-		"member":                         member,
-		"app_permissions":                strconv.FormatInt(s.botPermissionsLocked(ch), 10),
-		"locale":                         "en-US",
-		"guild_locale":                   "en-US",
-		"context":                        0,
-		"authorizing_integration_owners": map[string]string{"0": ch.guildID},
-		"entitlements":                   []any{},
-		"data":                           data,
-	})
-	return &Interaction{ID: ix.id, Token: ix.token, s: s, ix: ix}
+	return s.dispatchInteractionLocked(ix, data)
 }
 
 func (s *Server) botPermissionsLocked(c *channel) int64 {
@@ -232,152 +229,4 @@ func (s *Server) findCommandLocked(guildID, name string) *command {
 		}
 	}
 	return nil
-}
-
-func countFocused(opts []CommandOption) int {
-	n := 0
-	for _, o := range opts {
-		if o.Focused {
-			n++
-		}
-		n += countFocused(o.Options)
-	}
-	return n
-}
-
-func optionsJSON(opts []CommandOption) []any {
-	out := make([]any, 0, len(opts))
-	for _, o := range opts {
-		j := map[string]any{"name": o.Name, "type": int(o.Type)}
-		switch o.Type {
-		case discordgo.ApplicationCommandOptionSubCommand, discordgo.ApplicationCommandOptionSubCommandGroup:
-			j["options"] = optionsJSON(o.Options)
-		default:
-			j["value"] = o.Value
-		}
-		if o.Focused {
-			j["focused"] = true
-		}
-		out = append(out, j)
-	}
-	return out
-}
-
-// resolvedLocked is the resolved data for user and channel options.
-func (s *Server) resolvedLocked(opts []CommandOption, perms string) map[string]any {
-	users, members, channels := map[string]any{}, map[string]any{}, map[string]any{}
-	var walk func([]CommandOption)
-	walk = func(opts []CommandOption) {
-		for _, o := range opts {
-			walk(o.Options)
-			id, _ := o.Value.(string)
-			switch o.Type {
-			case discordgo.ApplicationCommandOptionUser:
-				users[id] = userJSON(s.userLocked(id))
-				m := memberJSON(time.Now().Add(-time.Hour))
-				m["permissions"] = perms
-				members[id] = m
-			case discordgo.ApplicationCommandOptionChannel:
-				if c := s.channels[id]; c != nil {
-					j := map[string]any{"id": c.id, "name": c.name, "type": int(c.typ), "permissions": perms}
-					if c.isThread() {
-						j["parent_id"] = c.parentID
-						j["thread_metadata"] = s.channelJSONLocked(c)["thread_metadata"]
-					}
-					channels[id] = j
-				}
-			}
-		}
-	}
-	walk(opts)
-	out := map[string]any{}
-	if len(users) > 0 {
-		out["users"], out["members"] = users, members
-	}
-	if len(channels) > 0 {
-		out["channels"] = channels
-	}
-	return out
-}
-
-// checkOptions reports how given options do not fit a command definition.
-func checkOptions(defs []*discordgo.ApplicationCommandOption, given []CommandOption, autocomplete bool) error {
-	for _, g := range given {
-		i := slices.IndexFunc(defs, func(d *discordgo.ApplicationCommandOption) bool { return d.Name == g.Name })
-		if i < 0 {
-			return fmt.Errorf("option %q is not defined", g.Name)
-		}
-		d := defs[i]
-		if d.Type != g.Type {
-			return fmt.Errorf("option %q: type %d, defined as %d", g.Name, g.Type, d.Type)
-		}
-		switch g.Type {
-		case discordgo.ApplicationCommandOptionSubCommand, discordgo.ApplicationCommandOptionSubCommandGroup:
-			if err := checkOptions(d.Options, g.Options, autocomplete); err != nil {
-				return fmt.Errorf("%s: %w", g.Name, err)
-			}
-			continue
-		}
-		if g.Focused {
-			continue // a partial value, typed so far
-		}
-		if err := checkValue(d, g.Value); err != nil {
-			return fmt.Errorf("option %q: %w", g.Name, err)
-		}
-	}
-	subs := 0
-	for _, d := range defs {
-		present := slices.ContainsFunc(given, func(g CommandOption) bool { return g.Name == d.Name })
-		if d.Type == discordgo.ApplicationCommandOptionSubCommand || d.Type == discordgo.ApplicationCommandOptionSubCommandGroup {
-			if present {
-				subs++
-			}
-			continue
-		}
-		if d.Required && !present && !autocomplete {
-			return fmt.Errorf("required option %q is missing", d.Name)
-		}
-	}
-	hasSubs := slices.ContainsFunc(defs, func(d *discordgo.ApplicationCommandOption) bool {
-		return d.Type == discordgo.ApplicationCommandOptionSubCommand || d.Type == discordgo.ApplicationCommandOptionSubCommandGroup
-	})
-	if hasSubs && subs != 1 {
-		return fmt.Errorf("%d subcommands given, want 1", subs)
-	}
-	return nil
-}
-
-func checkValue(d *discordgo.ApplicationCommandOption, v any) error {
-	ok := false
-	switch d.Type {
-	case discordgo.ApplicationCommandOptionString, discordgo.ApplicationCommandOptionUser,
-		discordgo.ApplicationCommandOptionChannel, discordgo.ApplicationCommandOptionRole,
-		discordgo.ApplicationCommandOptionMentionable, discordgo.ApplicationCommandOptionAttachment:
-		_, ok = v.(string)
-	case discordgo.ApplicationCommandOptionInteger:
-		switch v.(type) {
-		case int, int64:
-			ok = true
-		}
-	case discordgo.ApplicationCommandOptionNumber:
-		switch v.(type) {
-		case int, int64, float64:
-			ok = true
-		}
-	case discordgo.ApplicationCommandOptionBoolean:
-		_, ok = v.(bool)
-	}
-	if !ok {
-		return fmt.Errorf("value %#v does not fit type %d", v, d.Type)
-	}
-	if len(d.Choices) == 0 {
-		return nil
-	}
-	want, _ := json.Marshal(v)
-	for _, c := range d.Choices {
-		if got, _ := json.Marshal(c.Value); string(got) == string(want) {
-			return nil
-		}
-	}
-	return fmt.Errorf("value %v is not one of the choices", v)
 }

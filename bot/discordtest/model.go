@@ -68,6 +68,7 @@ type message struct {
 	history     []string
 	deleted     bool
 	threadID    string
+	reactions   []*reaction
 }
 
 type command struct {
@@ -87,6 +88,7 @@ type Message struct {
 	AuthorBot       bool
 	Content         string
 	Embeds          []*discordgo.MessageEmbed
+	Components      []ActionRow // action rows as the bot sent them; see Buttons
 	Attachments     []Attachment
 	Reference       *discordgo.MessageReference
 	AllowedMentions *discordgo.MessageAllowedMentions // nil when the bot sent none
@@ -99,15 +101,18 @@ type Message struct {
 	Edits           int      // number of edits
 	History         []string // content before each edit, oldest first
 	Deleted         bool
-	ThreadID        string // the thread started from this message, if any
+	ThreadID        string     // the thread started from this message, if any
+	Reactions       []Reaction // in the order they were first added
 }
 
-// Attachment is a file uploaded with a message.
+// Attachment is a file uploaded with a message, by the bot or by a user.
 type Attachment struct {
 	ID          string
 	Filename    string
 	ContentType string
 	Data        []byte
+	URL         string // on CDNURL(), signed
+	ProxyURL    string // on MediaURL(), signed
 }
 
 // Channel is a guild text channel or thread as the server stores it.
@@ -136,6 +141,7 @@ func (m *message) snapshot() Message {
 		AuthorName:   m.author.name,
 		AuthorBot:    m.author.bot,
 		Content:      m.content,
+		Components:   parseRows(m.components),
 		Attachments:  append([]Attachment(nil), m.attachments...),
 		Nonce:        m.nonce,
 		EnforceNonce: m.enforce,
@@ -146,6 +152,7 @@ func (m *message) snapshot() Message {
 		History:      append([]string(nil), m.history...),
 		Deleted:      m.deleted,
 		ThreadID:     m.threadID,
+		Reactions:    m.reactionsSnapshot(),
 	}
 	for _, raw := range m.embeds {
 		var e discordgo.MessageEmbed

@@ -1,6 +1,10 @@
 package discordtest
 
-import "time"
+import (
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+)
 
 // config is what the options set.
 type config struct {
@@ -13,7 +17,11 @@ type config struct {
 	deadline      time.Duration
 	tokenLifetime time.Duration
 	waitTimeout   time.Duration
-	noPrivileged  bool
+	privileged    discordgo.Intent // enabled in the Developer Portal
+
+	shardsRequired    int // IDENTIFYs with fewer shards are closed with 4011
+	recommendedShards int // GET /gateway/bot's shards
+	maxConcurrency    int // GET /gateway/bot's max_concurrency
 }
 
 type guildSpec struct {
@@ -31,6 +39,10 @@ func defaultConfig() config {
 		deadline:      3 * time.Second,
 		tokenLifetime: 15 * time.Minute,
 		waitTimeout:   10 * time.Second,
+		privileged:    privilegedIntents,
+
+		recommendedShards: 1,
+		maxConcurrency:    1,
 	}
 }
 
@@ -101,8 +113,44 @@ func WithWaitTimeout(d time.Duration) Option {
 
 // WithoutPrivilegedIntents makes the application lack the privileged
 // intents (MESSAGE_CONTENT, GUILD_MEMBERS, GUILD_PRESENCES) in the
-// Developer Portal: an IDENTIFY asking for any of them is closed with code
-// 4014, as Discord does.
+// Developer Portal; it is WithPrivilegedIntents(0).
 func WithoutPrivilegedIntents() Option {
-	return func(c *config) { c.noPrivileged = true }
+	return WithPrivilegedIntents(0)
+}
+
+// WithPrivilegedIntents sets which privileged intents are enabled in the
+// Developer Portal; by default all three are. An IDENTIFY asking for one
+// that is not enabled is closed with 4014 "Disallowed intent(s).", as
+// Discord does. Without MESSAGE_CONTENT enabled, messages fetched over
+// REST lose their content too (except the bot's own and those mentioning
+// it), and GET /applications/@me reports the flags accordingly.
+func WithPrivilegedIntents(enabled discordgo.Intent) Option {
+	return func(c *config) { c.privileged = enabled & privilegedIntents }
+}
+
+// WithShardingRequired makes the bot too big for fewer than n shards, as
+// Discord does from 2,500 guilds: an IDENTIFY with a num_shards under n
+// (or without shard, which counts as one) is closed with 4011 "Sharding
+// required.". It also sets the recommended shard count of GET /gateway/bot
+// to n, unless WithRecommendedShards says otherwise.
+func WithShardingRequired(n int) Option {
+	return func(c *config) {
+		c.shardsRequired = n
+		c.recommendedShards = max(c.recommendedShards, n)
+	}
+}
+
+// WithRecommendedShards sets the shards GET /gateway/bot recommends; the
+// default is 1.
+func WithRecommendedShards(n int) Option {
+	return func(c *config) { c.recommendedShards = max(n, 1) }
+}
+
+// WithMaxConcurrency sets session_start_limit.max_concurrency of GET
+// /gateway/bot; the default is 1. Shards whose shard_id % max_concurrency
+// are equal must IDENTIFY at least 5 s apart on Discord. The fake does not
+// enforce that, to keep tests fast; IdentifyLog records when each shard
+// identified, for a test to check.
+func WithMaxConcurrency(n int) Option {
+	return func(c *config) { c.maxConcurrency = max(n, 1) }
 }

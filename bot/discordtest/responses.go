@@ -9,7 +9,9 @@ import (
 	"github.com/bwmarrin/discordgo"
 )
 
-// Interaction is a dispatched interaction, to watch how the bot answers it.
+// Interaction is a dispatched interaction (a slash command, an
+// autocomplete, a button click or a modal submission), to watch how the
+// bot answers it.
 type Interaction struct {
 	ID    string
 	Token string
@@ -45,6 +47,7 @@ type Response struct {
 	// AllowedMentions as sent; nil when absent.
 	AllowedMentions *discordgo.MessageAllowedMentions
 	Choices         []*discordgo.ApplicationCommandOptionChoice // autocomplete results
+	Modal           *Modal                                      // the modal shown (callback type 9)
 	Body            json.RawMessage                             // the request body (payload_json for uploads)
 	After           time.Duration                               // time since the interaction was dispatched
 }
@@ -92,7 +95,7 @@ func (i *Interaction) WaitResponses(tb testing.TB, n int) []Response {
 	i.s.WaitFor(tb, func() bool {
 		got = i.Responses()
 		return len(got) >= n
-	}, fmt.Sprintf("%d responses to interaction /%s", n, i.ix.name))
+	}, fmt.Sprintf("%d responses to interaction %s", n, i.ix.describe()))
 	return got
 }
 
@@ -115,11 +118,12 @@ func (i *Interaction) Expired() bool {
 // acknowledgement.
 func (i *Interaction) WaitExpired(tb testing.TB) {
 	tb.Helper()
-	i.s.WaitFor(tb, i.Expired, "interaction /"+i.ix.name+" to expire")
+	i.s.WaitFor(tb, i.Expired, "interaction "+i.ix.describe()+" to expire")
 }
 
 // Original returns the original response message: the one made by a type
-// 4 or 5 callback. ok is false before there is one.
+// 4 or 5 callback or, after a type 6 or 7 callback to a component, the
+// message the component is on. ok is false before there is one.
 func (i *Interaction) Original() (m Message, ok bool) {
 	i.s.mu.Lock()
 	defer i.s.mu.Unlock()

@@ -1,7 +1,6 @@
 package discordtest
 
 import (
-	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -10,33 +9,25 @@ import (
 )
 
 // getGateway is GET /gateway and GET /gateway/bot.
-func (s *Server) getGateway(w http.ResponseWriter, r *http.Request) {
-	out := map[string]any{"url": s.gatewayURL()}
+func (s *Server) getGateway(r *request) (int, any, *apiError) {
 	if strings.HasSuffix(r.URL.Path, "/bot") {
-		out["shards"] = 1
-		out["session_start_limit"] = map[string]any{"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1}
+		return ok(s.gatewayBotJSON())
 	}
-	writeJSON(w, http.StatusOK, out)
+	return ok(map[string]any{"url": s.gatewayURL()})
 }
 
 // getCurrentUser is GET /users/@me.
-func (s *Server) getCurrentUser(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) getCurrentUser(*request) (int, any, *apiError) {
 	me := userJSON(s.bot)
 	me["verified"] = true
 	me["mfa_enabled"] = false
 	me["flags"] = 0
-	writeJSON(w, http.StatusOK, me)
+	return ok(me)
 }
 
 // getCurrentApplication is GET /applications/@me.
-func (s *Server) getCurrentApplication(w http.ResponseWriter, _ *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	flags := 1<<13 | 1<<15 | 1<<19 // GATEWAY_GUILD_MEMBERS_LIMITED, _PRESENCE_LIMITED, _MESSAGE_CONTENT_LIMITED
-	if s.cfg.noPrivileged {
-		flags = 0
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
+func (s *Server) getCurrentApplication(*request) (int, any, *apiError) {
+	return ok(map[string]any{
 		"id":                     s.cfg.appID,
 		"name":                   s.bot.name,
 		"icon":                   nil,
@@ -44,52 +35,61 @@ func (s *Server) getCurrentApplication(w http.ResponseWriter, _ *http.Request) {
 		"bot_public":             false,
 		"bot_require_code_grant": false,
 		"verify_key":             strings.Repeat("0", 64),
-		"flags":                  flags,
+		"flags":                  s.applicationFlags(),
 		"bot":                    userJSON(s.bot),
 		"owner":                  userJSON(s.userLocked(s.human)),
 	})
 }
 
-// getGuild is GET /guilds/{g}.
-func (s *Server) getGuild(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// guildOrErrLocked returns the guild named by the path's {g}.
+func (s *Server) guildOrErrLocked(r *request) (*guild, *apiError) {
 	g := s.guildLocked(r.PathValue("g"))
 	if g == nil {
-		writeError(w, errUnknownGuild())
-		return
+		return nil, errUnknownGuild()
+	}
+	return g, nil
+}
+
+// channelOrErrLocked returns the channel or thread named by the path's {c}.
+func (s *Server) channelOrErrLocked(r *request) (*channel, *apiError) {
+	c := s.channels[r.PathValue("c")]
+	if c == nil {
+		return nil, errUnknownChannel()
+	}
+	return c, nil
+}
+
+// getGuild is GET /guilds/{g}.
+func (s *Server) getGuild(r *request) (int, any, *apiError) {
+	g, e := s.guildOrErrLocked(r)
+	if e != nil {
+		return fail(e)
 	}
 	out := s.guildJSONLocked(g)
 	for _, k := range []string{"channels", "threads", "members", "voice_states", "presences", "joined_at", "large", "unavailable", "member_count", "stage_instances", "guild_scheduled_events"} {
 		delete(out, k)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return ok(out)
 }
 
 // getGuildChannels is GET /guilds/{g}/channels; threads are not listed.
-func (s *Server) getGuildChannels(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.guildLocked(r.PathValue("g"))
-	if g == nil {
-		writeError(w, errUnknownGuild())
-		return
+func (s *Server) getGuildChannels(r *request) (int, any, *apiError) {
+	g, e := s.guildOrErrLocked(r)
+	if e != nil {
+		return fail(e)
 	}
 	out := []any{}
 	for _, id := range g.channels {
 		out = append(out, s.channelJSONLocked(s.channels[id]))
 	}
-	writeJSON(w, http.StatusOK, out)
+	return ok(out)
 }
 
 // listActiveThreads is GET /guilds/{g}/threads/active.
-func (s *Server) listActiveThreads(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.guildLocked(r.PathValue("g"))
-	if g == nil {
-		writeError(w, errUnknownGuild())
-		return
+func (s *Server) listActiveThreads(r *request) (int, any, *apiError) {
+	g, e := s.guildOrErrLocked(r)
+	if e != nil {
+		return fail(e)
 	}
 	threads, members := []any{}, []any{}
 	for _, c := range s.sortedChannelsLocked() {
@@ -102,19 +102,16 @@ func (s *Server) listActiveThreads(w http.ResponseWriter, r *http.Request) {
 			members = append(members, member)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"threads": threads, "members": members})
+	return ok(map[string]any{"threads": threads, "members": members})
 }
 
 // getChannel is GET /channels/{c}.
-func (s *Server) getChannel(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.channels[r.PathValue("c")]
-	if c == nil {
-		writeError(w, errUnknownChannel())
-		return
+func (s *Server) getChannel(r *request) (int, any, *apiError) {
+	c, e := s.channelOrErrLocked(r)
+	if e != nil {
+		return fail(e)
 	}
-	writeJSON(w, http.StatusOK, s.channelJSONLocked(c))
+	return ok(s.channelJSONLocked(c))
 }
 
 // threadRequest is the body of the start-thread routes.
@@ -180,93 +177,77 @@ func (s *Server) newThreadLocked(id string, parent *channel, owner string, req t
 
 // startThreadFromMessage is POST /channels/{c}/messages/{m}/threads. The
 // thread is public and its id is the message's.
-func (s *Server) startThreadFromMessage(w http.ResponseWriter, r *http.Request) {
+func (s *Server) startThreadFromMessage(r *request) (int, any, *apiError) {
 	var req threadRequest
-	if e := s.readJSON(r, &req); e != nil {
-		writeError(w, e)
-		return
+	if e := r.decode(&req); e != nil {
+		return fail(e)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	parent, e := s.threadParentLocked(r.PathValue("c"))
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
 	m := s.messages[r.PathValue("m")]
 	if m == nil || m.deleted || m.ephemeral || m.channelID != parent.id {
-		writeError(w, errUnknownMessage())
-		return
+		return fail(errUnknownMessage())
 	}
 	if m.threadID != "" {
-		writeError(w, errThreadExists())
-		return
+		return fail(errThreadExists())
 	}
 	if e := req.validate(); e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
 	req.Type = discordgo.ChannelTypeGuildPublicThread
 	t := s.newThreadLocked(m.id, parent, s.bot.id, req)
 	m.threadID = t.id
 	s.dispatchLocked("MESSAGE_UPDATE", s.messageJSONLocked(m, true))
-	writeJSON(w, http.StatusCreated, s.channelJSONLocked(t))
+	return created(s.channelJSONLocked(t))
 }
 
 // startThread is POST /channels/{c}/threads. As on Discord, an omitted
 // type makes a PRIVATE thread (12).
-func (s *Server) startThread(w http.ResponseWriter, r *http.Request) {
+func (s *Server) startThread(r *request) (int, any, *apiError) {
 	var req threadRequest
-	if e := s.readJSON(r, &req); e != nil {
-		writeError(w, e)
-		return
+	if e := r.decode(&req); e != nil {
+		return fail(e)
 	}
 	switch req.Type {
 	case 0:
 		req.Type = discordgo.ChannelTypeGuildPrivateThread
 	case discordgo.ChannelTypeGuildPublicThread, discordgo.ChannelTypeGuildPrivateThread:
 	default:
-		writeError(w, formError("BASE_TYPE_CHOICES", "Value must be one of {11, 12}.", "type"))
-		return
+		return fail(formError("BASE_TYPE_CHOICES", "Value must be one of {11, 12}.", "type"))
 	}
 	if e := req.validate(); e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	parent, e := s.threadParentLocked(r.PathValue("c"))
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
 	t := s.newThreadLocked(s.newID(), parent, s.bot.id, req)
-	writeJSON(w, http.StatusCreated, s.channelJSONLocked(t))
+	return created(s.channelJSONLocked(t))
 }
 
 // joinThread is PUT /channels/{c}/thread-members/@me.
-func (s *Server) joinThread(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.channels[r.PathValue("c")]
+func (s *Server) joinThread(r *request) (int, any, *apiError) {
+	c, e := s.channelOrErrLocked(r)
 	switch {
-	case c == nil:
-		writeError(w, errUnknownChannel())
+	case e != nil:
+		return fail(e)
 	case !c.isThread():
-		writeError(w, errWrongChannelType())
+		return fail(errWrongChannelType())
 	case c.archived:
-		writeError(w, errThreadArchived())
-	default:
-		c.botJoined = true
-		s.notifyLocked()
-		w.WriteHeader(http.StatusNoContent)
+		return fail(errThreadArchived())
 	}
+	c.botJoined = true
+	s.notifyLocked()
+	return noContent()
 }
 
 // modifyChannel is PATCH /channels/{c}: name and topic for channels;
 // name, archived, locked, auto_archive_duration and invitable for threads.
 // An archived thread takes no change but being unarchived.
-func (s *Server) modifyChannel(w http.ResponseWriter, r *http.Request) {
+func (s *Server) modifyChannel(r *request) (int, any, *apiError) {
 	var req struct {
 		Name                *string `json:"name"`
 		Archived            *bool   `json:"archived"`
@@ -274,35 +255,28 @@ func (s *Server) modifyChannel(w http.ResponseWriter, r *http.Request) {
 		AutoArchiveDuration *int    `json:"auto_archive_duration"`
 		Invitable           *bool   `json:"invitable"`
 	}
-	if e := s.readJSON(r, &req); e != nil {
-		writeError(w, e)
-		return
+	if e := r.decode(&req); e != nil {
+		return fail(e)
 	}
 	if req.Name != nil {
 		if n := utf8.RuneCountInString(*req.Name); n < 1 || n > 100 {
-			writeError(w, formError("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.", "name"))
-			return
+			return fail(formError("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.", "name"))
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.channels[r.PathValue("c")]
-	if c == nil {
-		writeError(w, errUnknownChannel())
-		return
+	c, e := s.channelOrErrLocked(r)
+	if e != nil {
+		return fail(e)
 	}
 	if !c.isThread() {
 		if req.Name != nil {
 			c.name = *req.Name
 		}
 		s.dispatchLocked("CHANNEL_UPDATE", s.channelJSONLocked(c))
-		writeJSON(w, http.StatusOK, s.channelJSONLocked(c))
-		return
+		return ok(s.channelJSONLocked(c))
 	}
 	unarchive := req.Archived != nil && !*req.Archived
 	if c.archived && !unarchive && (req.Name != nil || req.AutoArchiveDuration != nil || req.Invitable != nil) {
-		writeError(w, errThreadArchived())
-		return
+		return fail(errThreadArchived())
 	}
 	if req.Name != nil {
 		c.name = *req.Name
@@ -321,32 +295,19 @@ func (s *Server) modifyChannel(w http.ResponseWriter, r *http.Request) {
 		c.invitable = *req.Invitable
 	}
 	s.dispatchLocked("THREAD_UPDATE", s.channelJSONLocked(c))
-	writeJSON(w, http.StatusOK, s.channelJSONLocked(c))
+	return ok(s.channelJSONLocked(c))
 }
 
 // triggerTyping is POST /channels/{c}/typing.
-func (s *Server) triggerTyping(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.channels[r.PathValue("c")]
-	if c == nil {
-		writeError(w, errUnknownChannel())
-		return
+func (s *Server) triggerTyping(r *request) (int, any, *apiError) {
+	c, e := s.channelOrErrLocked(r)
+	if e != nil {
+		return fail(e)
 	}
 	if s.denied[c.id] || (c.isThread() && s.denied[c.parentID]) {
-		writeError(w, errMissingPermissions())
-		return
+		return fail(errMissingPermissions())
 	}
 	s.typing[c.id]++
 	s.notifyLocked()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// readJSON decodes a JSON request body.
-func (s *Server) readJSON(r *http.Request, v any) *apiError {
-	body, _, e := readPayload(r)
-	if e != nil {
-		return e
-	}
-	return decode(body, v)
+	return noContent()
 }

@@ -3,7 +3,6 @@ package discordtest
 import (
 	"cmp"
 	"encoding/json"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ var commandNameRE = regexp.MustCompile(`^[-_'\p{L}\p{N}]{1,32}$`)
 
 // commandDef is the part of a command the server checks.
 type commandDef struct {
+	localized
 	Name        string      `json:"name"`
 	Type        int         `json:"type"`
 	Description string      `json:"description"`
@@ -25,6 +25,7 @@ type commandDef struct {
 }
 
 type optionDef struct {
+	localized
 	Name         string            `json:"name"`
 	Description  string            `json:"description"`
 	Type         int               `json:"type"`
@@ -37,30 +38,19 @@ type optionDef struct {
 // overwriteCommands is PUT /applications/{app}/commands and
 // PUT /applications/{app}/guilds/{g}/commands. Commands keep their ids
 // across overwrites when their name and type stay, as on Discord.
-func (s *Server) overwriteCommands(w http.ResponseWriter, r *http.Request) {
-	body, _, e := readPayload(r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
+func (s *Server) overwriteCommands(r *request) (int, any, *apiError) {
 	var raws []map[string]any
 	var defs []commandDef
-	if json.Unmarshal(body, &raws) != nil || json.Unmarshal(body, &defs) != nil {
-		writeError(w, &apiError{status: 400, Code: 50035, Message: "Invalid Form Body",
+	if json.Unmarshal(r.body, &raws) != nil || json.Unmarshal(r.body, &defs) != nil {
+		return fail(&apiError{status: 400, Code: 50035, Message: "Invalid Form Body",
 			Errors: map[string]any{"_errors": []any{map[string]any{"code": "BASE_TYPE_BAD_TYPE", "message": "Must be an array of application commands."}}}})
-		return
 	}
 	if e := validateCommands(defs); e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	guildID := r.PathValue("g")
-	if r.PathValue("app") != s.cfg.appID || (guildID != "" && s.guildLocked(guildID) == nil) {
-		writeError(w, errMissingAccess())
-		return
+	guildID, e := s.commandScopeLocked(r)
+	if e != nil {
+		return fail(e)
 	}
 	old := map[string]string{}
 	for _, c := range s.commands[guildID] {
@@ -91,25 +81,32 @@ func (s *Server) overwriteCommands(w http.ResponseWriter, r *http.Request) {
 	}
 	s.commands[guildID] = cmds
 	s.notifyLocked()
-	writeJSON(w, http.StatusOK, out)
+	return ok(out)
+}
+
+// commandScopeLocked returns the guild id of a command route ("" for the
+// global commands), checking the application and the guild.
+func (s *Server) commandScopeLocked(r *request) (string, *apiError) {
+	guildID := r.PathValue("g")
+	if r.PathValue("app") != s.cfg.appID || (guildID != "" && s.guildLocked(guildID) == nil) {
+		return "", errMissingAccess()
+	}
+	return guildID, nil
 }
 
 func commandKey(name string, typ int) string { return strconv.Itoa(typ) + "/" + name }
 
 // getCommands is GET /applications/{app}/commands and its guild variant.
-func (s *Server) getCommands(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	guildID := r.PathValue("g")
-	if r.PathValue("app") != s.cfg.appID || (guildID != "" && s.guildLocked(guildID) == nil) {
-		writeError(w, errMissingAccess())
-		return
+func (s *Server) getCommands(r *request) (int, any, *apiError) {
+	guildID, e := s.commandScopeLocked(r)
+	if e != nil {
+		return fail(e)
 	}
 	out := []any{}
 	for _, c := range s.commands[guildID] {
 		out = append(out, c.raw)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return ok(out)
 }
 
 func validateCommands(defs []commandDef) *apiError {
@@ -132,14 +129,20 @@ func validateCommands(defs []commandDef) *apiError {
 			if e := checkDescription(d.Description, idx, "description"); e != nil {
 				return e
 			}
+			if e := d.localized.check(checkName, idx); e != nil {
+				return e
+			}
 			if e := validateOptions(d.Options, false, false, idx, "options"); e != nil {
 				return e
 			}
 		case 2, 3:
-			if n := utf8.RuneCountInString(d.Name); n < 1 || n > 32 {
-				return formError("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 32 in length.", idx, "name")
+			if e := contextName(d.Name, idx, "name"); e != nil {
+				return e
 			}
-			if d.Description != "" || len(d.Options) > 0 {
+			if e := d.NameLocalizations.check(contextName, idx, "name_localizations"); e != nil {
+				return e
+			}
+			if d.Description != "" || len(d.Options) > 0 || len(d.DescriptionLocalizations) > 0 {
 				return formError("APPLICATION_COMMAND_CONTEXT_MENU_INVALID", "Context menu commands cannot have description or options", idx)
 			}
 		default:
@@ -188,6 +191,9 @@ func validateOptions(opts []optionDef, inGroup, inSub bool, path ...string) *api
 		if e := checkDescription(o.Description, at("description")...); e != nil {
 			return e
 		}
+		if e := o.localized.check(checkName, p...); e != nil {
+			return e
+		}
 		if o.Type < 1 || o.Type > 11 {
 			return formError("BASE_TYPE_CHOICES", "Value must be one of {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}.", at("type")...)
 		}
@@ -212,6 +218,9 @@ func validateOptions(opts []optionDef, inGroup, inSub bool, path ...string) *api
 		}
 		if len(o.Choices) > 25 {
 			return formError("BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.", at("choices")...)
+		}
+		if e := checkChoices(o.Choices, at("choices")...); e != nil {
+			return e
 		}
 		if o.Autocomplete && len(o.Choices) > 0 {
 			return formError("APPLICATION_COMMAND_OPTION_CHOICES_AUTOCOMPLETE", "Autocomplete cannot be set with choices", at("autocomplete")...)

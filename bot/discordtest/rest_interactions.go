@@ -1,150 +1,23 @@
 package discordtest
 
 import (
-	"encoding/json"
-	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
 )
 
-// createInteractionResponse is POST /interactions/{id}/{token}/callback.
-// The first callback must arrive within the deadline (3 s by default) and
-// there can be only one. Application commands take types 4, 5 and 9,
-// autocomplete takes type 8. Types 4 and 5 make the original response
-// message, which the channel shows unless it is ephemeral.
-func (s *Server) createInteractionResponse(w http.ResponseWriter, r *http.Request) {
-	body, files, e := readPayload(r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	var req struct {
-		Type discordgo.InteractionResponseType `json:"type"`
-		Data json.RawMessage                   `json:"data"`
-	}
-	if e := decode(body, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	data := req.Data
-	if len(data) == 0 || string(data) == "null" {
-		data = []byte("{}")
-	}
-	mb, e := decodeMessageBody(data)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ix := s.interactions[r.PathValue("id")]
-	switch {
-	case ix == nil || ix.token != r.PathValue("token"):
-		writeError(w, errUnknownInteraction())
-		return
-	case ix.acked:
-		writeError(w, errAlreadyAcked())
-		return
-	case time.Now().After(ix.deadline):
-		ix.expired = true
-		s.notifyLocked()
-		writeError(w, errUnknownInteraction())
-		return
-	}
-	if e := checkCallback(ix, req.Type, mb, data, len(files)); e != nil {
-		writeError(w, e)
-		return
-	}
-
-	ix.acked = true
-	ix.timer.Stop()
-	resp := newResponse(ix, ResponseCallback, body, mb)
-	resp.Type = req.Type
-	switch req.Type {
-	case discordgo.InteractionResponseChannelMessageWithSource:
-		ix.original = s.interactionMessageLocked(ix, mb, files, resp.Ephemeral)
-	case discordgo.InteractionResponseDeferredChannelMessageWithSource:
-		loading := &messageBody{Flags: mb.Flags & discordgo.MessageFlagsEphemeral}
-		ix.original = s.interactionMessageLocked(ix, loading, nil, resp.Ephemeral)
-		ix.original.flags |= discordgo.MessageFlagsLoading
-	case discordgo.InteractionApplicationCommandAutocompleteResult:
-		var d struct {
-			Choices []*discordgo.ApplicationCommandOptionChoice `json:"choices"`
-		}
-		_ = json.Unmarshal(data, &d)
-		resp.Choices = d.Choices
-	}
-	if ix.original != nil {
-		resp.MessageID = ix.original.id
-		if !ix.original.ephemeral {
-			s.dispatchLocked("MESSAGE_CREATE", s.messageJSONLocked(ix.original, true))
-		}
-	}
-	ix.responses = append(ix.responses, resp)
-	s.notifyLocked()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func checkCallback(ix *interaction, typ discordgo.InteractionResponseType, mb *messageBody, data []byte, files int) *apiError {
-	allowed := []discordgo.InteractionResponseType{
-		discordgo.InteractionResponseChannelMessageWithSource,
-		discordgo.InteractionResponseDeferredChannelMessageWithSource,
-		discordgo.InteractionResponseModal,
-	}
-	if ix.typ == discordgo.InteractionApplicationCommandAutocomplete {
-		allowed = []discordgo.InteractionResponseType{discordgo.InteractionApplicationCommandAutocompleteResult}
-	}
-	ok := false
-	for _, a := range allowed {
-		ok = ok || a == typ
-	}
-	if !ok {
-		return formError("INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is not valid for this interaction", "type")
-	}
-	switch typ {
-	case discordgo.InteractionResponseChannelMessageWithSource:
-		if !mb.nonEmpty(files) {
-			return errEmptyMessage()
-		}
-		return validateContent(mb.content(), mb.Embeds)
-	case discordgo.InteractionApplicationCommandAutocompleteResult:
-		var d struct {
-			Choices []struct {
-				Name  string `json:"name"`
-				Value any    `json:"value"`
-			} `json:"choices"`
-		}
-		_ = json.Unmarshal(data, &d)
-		if len(d.Choices) > 25 {
-			return formError("BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.", "data", "choices")
-		}
-		for _, c := range d.Choices {
-			if n := utf8.RuneCountInString(c.Name); n < 1 || n > 100 || c.Value == nil {
-				return formError("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.", "data", "choices")
-			}
-		}
-	case discordgo.InteractionResponseModal:
-		var d struct {
-			CustomID   string            `json:"custom_id"`
-			Title      string            `json:"title"`
-			Components []json.RawMessage `json:"components"`
-		}
-		_ = json.Unmarshal(data, &d)
-		if d.CustomID == "" || d.Title == "" || len(d.Components) == 0 {
-			return formError("BASE_TYPE_REQUIRED", "This field is required", "data")
-		}
-	}
-	return nil
-}
-
 // interactionMessageLocked files a message answering ix.
 func (s *Server) interactionMessageLocked(ix *interaction, mb *messageBody, files []Attachment, ephemeral bool) *message {
 	mb.Reference = nil
+	if ix.message != nil {
+		// An answer to a component (or to a modal a component opened)
+		// is a reply to the component's message.
+		mb.Reference = &discordgo.MessageReference{MessageID: ix.message.id}
+	}
 	m := s.newMessageLocked(s.channels[ix.channelID], s.bot, mb, files)
-	m.typ = discordgo.MessageTypeChatInputCommand
+	if m.ref == nil {
+		m.typ = discordgo.MessageTypeChatInputCommand
+	}
 	m.webhookID = s.cfg.appID
 	m.ix = ix
 	m.ephemeral = ephemeral
@@ -158,7 +31,7 @@ func (s *Server) interactionMessageLocked(ix *interaction, mb *messageBody, file
 // webhookInteractionLocked finds the interaction a webhook token belongs
 // to. The token works once the interaction is acknowledged, until it
 // expires.
-func (s *Server) webhookInteractionLocked(r *http.Request) (*interaction, *apiError) {
+func (s *Server) webhookInteractionLocked(r *request) (*interaction, *apiError) {
 	ix := s.ixByToken[r.PathValue("token")]
 	if r.PathValue("app") != s.cfg.appID || ix == nil {
 		return nil, errUnknownWebhook()
@@ -173,7 +46,7 @@ func (s *Server) webhookInteractionLocked(r *http.Request) (*interaction, *apiEr
 }
 
 // webhookMessageLocked finds @original or a follow-up of ix.
-func webhookMessageLocked(ix *interaction, r *http.Request) (*message, *apiError) {
+func webhookMessageLocked(ix *interaction, r *request) (*message, *apiError) {
 	id := r.PathValue("m")
 	var m *message
 	if id == "" {
@@ -197,41 +70,28 @@ func webhookMessageLocked(ix *interaction, r *http.Request) (*message, *apiError
 // deferral (type 5) replaces the loading message, keeping its ephemeral
 // setting, as Discord does; later ones are new messages. The message comes
 // back only with ?wait=true.
-func (s *Server) createFollowup(w http.ResponseWriter, r *http.Request) {
-	body, files, e := readPayload(r)
+func (s *Server) createFollowup(r *request) (int, any, *apiError) {
+	mb, e := r.message()
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-	mb, e := decodeMessageBody(body)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	ix, e := s.webhookInteractionLocked(r)
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-	if !mb.nonEmpty(len(files)) {
-		writeError(w, errEmptyMessage())
-		return
+	if !mb.nonEmpty(len(r.files)) {
+		return fail(errEmptyMessage())
 	}
-	if e := validateContent(mb.content(), mb.Embeds); e != nil {
-		writeError(w, e)
-		return
+	if e := validateMessage(mb.content(), mb.Embeds, mb.Components, mb.Flags); e != nil {
+		return fail(e)
 	}
-	resp := newResponse(ix, ResponseFollowup, body, mb)
+	resp := newResponse(ix, ResponseFollowup, r.body, mb)
 	var m *message
 	if o := ix.original; o != nil && !o.deleted && o.flags&discordgo.MessageFlagsLoading != 0 {
 		m = o
 		m.content, m.embeds, m.components, m.allowed = mb.content(), mb.Embeds, mb.Components, mb.AllowedMentions
-		for _, f := range files {
-			f.ID = s.newID()
-			m.attachments = append(m.attachments, f)
+		for _, f := range r.files {
+			m.attachments = append(m.attachments, s.newAttachmentLocked(m, f))
 		}
 		m.flags &^= discordgo.MessageFlagsLoading
 		resp.Ephemeral = m.ephemeral
@@ -239,7 +99,7 @@ func (s *Server) createFollowup(w http.ResponseWriter, r *http.Request) {
 			s.dispatchLocked("MESSAGE_UPDATE", s.messageJSONLocked(m, true))
 		}
 	} else {
-		m = s.interactionMessageLocked(ix, mb, files, resp.Ephemeral)
+		m = s.interactionMessageLocked(ix, mb, r.files, resp.Ephemeral)
 		ix.followups = append(ix.followups, m)
 		if !m.ephemeral {
 			s.dispatchLocked("MESSAGE_CREATE", s.messageJSONLocked(m, true))
@@ -249,87 +109,68 @@ func (s *Server) createFollowup(w http.ResponseWriter, r *http.Request) {
 	ix.responses = append(ix.responses, resp)
 	s.notifyLocked()
 	if r.URL.Query().Get("wait") == "true" {
-		writeJSON(w, http.StatusOK, s.messageJSONLocked(m, true))
-		return
+		return ok(s.messageJSONLocked(m, true))
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return noContent()
 }
 
-// getWebhookMessage is GET .../messages/@original and .../messages/{m}.
-func (s *Server) getWebhookMessage(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// webhookTargetLocked finds the interaction of a webhook route and the
+// message it names: @original or a follow-up.
+func (s *Server) webhookTargetLocked(r *request) (*interaction, *message, *apiError) {
 	ix, e := s.webhookInteractionLocked(r)
 	if e != nil {
-		writeError(w, e)
-		return
+		return nil, nil, e
 	}
 	m, e := webhookMessageLocked(ix, r)
 	if e != nil {
-		writeError(w, e)
-		return
+		return nil, nil, e
 	}
-	writeJSON(w, http.StatusOK, s.messageJSONLocked(m, true))
+	return ix, m, nil
+}
+
+// getWebhookMessage is GET .../messages/@original and .../messages/{m}.
+func (s *Server) getWebhookMessage(r *request) (int, any, *apiError) {
+	_, m, e := s.webhookTargetLocked(r)
+	if e != nil {
+		return fail(e)
+	}
+	return ok(s.messageJSONLocked(m, true))
 }
 
 // editWebhookMessage is PATCH .../messages/@original and .../messages/{m}.
 // Editing a deferral's loading message ends the loading state.
-func (s *Server) editWebhookMessage(w http.ResponseWriter, r *http.Request) {
-	body, files, e := readPayload(r)
+func (s *Server) editWebhookMessage(r *request) (int, any, *apiError) {
+	mb, e := r.message()
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-	mb, e := decodeMessageBody(body)
+	ix, m, e := s.webhookTargetLocked(r)
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ix, e := s.webhookInteractionLocked(r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	m, e := webhookMessageLocked(ix, r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	if e := s.applyEditLocked(m, mb, files); e != nil {
-		writeError(w, e)
-		return
+	if e := s.applyEditLocked(m, mb, r.files); e != nil {
+		return fail(e)
 	}
 	m.flags &^= discordgo.MessageFlagsLoading
 	kind := ResponseEditFollowup
 	if m == ix.original {
 		kind = ResponseEditOriginal
 	}
-	resp := newResponse(ix, kind, body, mb)
+	resp := newResponse(ix, kind, r.body, mb)
 	resp.MessageID, resp.Ephemeral, resp.Flags = m.id, m.ephemeral, m.flags
 	ix.responses = append(ix.responses, resp)
 	if !m.ephemeral {
 		s.dispatchLocked("MESSAGE_UPDATE", s.messageJSONLocked(m, true))
 	}
 	s.notifyLocked()
-	writeJSON(w, http.StatusOK, s.messageJSONLocked(m, true))
+	return ok(s.messageJSONLocked(m, true))
 }
 
 // deleteWebhookMessage is DELETE .../messages/@original and .../messages/{m}.
-func (s *Server) deleteWebhookMessage(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ix, e := s.webhookInteractionLocked(r)
+func (s *Server) deleteWebhookMessage(r *request) (int, any, *apiError) {
+	ix, m, e := s.webhookTargetLocked(r)
 	if e != nil {
-		writeError(w, e)
-		return
-	}
-	m, e := webhookMessageLocked(ix, r)
-	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
 	kind := ResponseDeleteFollowup
 	if m == ix.original {
@@ -339,5 +180,5 @@ func (s *Server) deleteWebhookMessage(w http.ResponseWriter, r *http.Request) {
 	resp.MessageID, resp.Ephemeral = m.id, m.ephemeral
 	ix.responses = append(ix.responses, resp)
 	s.deleteLocked(m)
-	w.WriteHeader(http.StatusNoContent)
+	return noContent()
 }

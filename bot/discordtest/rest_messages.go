@@ -2,7 +2,6 @@ package discordtest
 
 import (
 	"cmp"
-	"net/http"
 	"slices"
 	"strconv"
 	"time"
@@ -15,56 +14,41 @@ import (
 // Unlike Discord, which unarchives an unlocked archived thread when a
 // message is posted to it, the server answers 50083 for every archived
 // thread, so the bot's recovery path gets exercised.
-func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
-	body, files, e := readPayload(r)
+func (s *Server) createMessage(r *request) (int, any, *apiError) {
+	mb, e := r.message()
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-	mb, e := decodeMessageBody(body)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	c, e := s.writableChannelLocked(r.PathValue("c"))
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
 	nonce, e := mb.nonce()
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
 	key := c.id + "\x00" + nonce
 	if prev := s.nonces[key]; prev != nil && mb.EnforceNonce {
-		writeJSON(w, http.StatusOK, s.messageJSONLocked(prev, true))
-		return
+		return ok(s.messageJSONLocked(prev, true))
 	}
-	if !mb.nonEmpty(len(files)) {
-		writeError(w, errEmptyMessage())
-		return
+	if !mb.nonEmpty(len(r.files)) {
+		return fail(errEmptyMessage())
 	}
-	if e := validateContent(mb.content(), mb.Embeds); e != nil {
-		writeError(w, e)
-		return
+	if e := validateMessage(mb.content(), mb.Embeds, mb.Components, mb.Flags); e != nil {
+		return fail(e)
 	}
 	if e := s.checkReferenceLocked(c, mb); e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
 
-	m := s.newMessageLocked(c, s.bot, mb, files)
+	m := s.newMessageLocked(c, s.bot, mb, r.files)
 	m.nonce, m.enforce = nonce, mb.EnforceNonce
 	if nonce != "" {
 		s.nonces[key] = m
 	}
 	s.storeLocked(m)
 	s.dispatchLocked("MESSAGE_CREATE", s.messageJSONLocked(m, true))
-	writeJSON(w, http.StatusOK, s.messageJSONLocked(m, true))
+	return ok(s.messageJSONLocked(m, true))
 }
 
 // writableChannelLocked returns the channel the bot wants to post in, or
@@ -112,12 +96,11 @@ func (s *Server) newMessageLocked(c *channel, author user, mb *messageBody, file
 		embeds:     mb.Embeds,
 		components: mb.Components,
 		allowed:    mb.AllowedMentions,
-		flags:      mb.Flags & discordgo.MessageFlagsSuppressEmbeds,
+		flags:      mb.Flags & (discordgo.MessageFlagsSuppressEmbeds | discordgo.MessageFlagsIsComponentsV2),
 		created:    time.Now(),
 	}
 	for _, f := range files {
-		f.ID = s.newID()
-		m.attachments = append(m.attachments, f)
+		m.attachments = append(m.attachments, s.newAttachmentLocked(m, f))
 	}
 	if mb.Reference != nil {
 		ref := *mb.Reference
@@ -163,7 +146,7 @@ func (s *Server) applyEditLocked(m *message, mb *messageBody, files []Attachment
 	if mb.has("components") {
 		components = mb.Components
 	}
-	if e := validateContent(content, embeds); e != nil {
+	if e := validateMessage(content, embeds, components, m.flags|mb.Flags); e != nil {
 		return e
 	}
 	attachments := m.attachments
@@ -177,12 +160,11 @@ func (s *Server) applyEditLocked(m *message, mb *messageBody, files []Attachment
 			}
 		}
 	}
-	for _, f := range files {
-		f.ID = s.newID()
-		attachments = append(attachments, f)
-	}
-	if content == "" && len(embeds) == 0 && len(components) == 0 && len(attachments) == 0 {
+	if content == "" && len(embeds) == 0 && len(components) == 0 && len(attachments)+len(files) == 0 {
 		return errEmptyMessage()
+	}
+	for _, f := range files {
+		attachments = append(attachments, s.newAttachmentLocked(m, f))
 	}
 	m.history = append(m.history, m.content)
 	m.content, m.embeds, m.components, m.attachments = content, embeds, components, attachments
@@ -197,7 +179,7 @@ func (s *Server) applyEditLocked(m *message, mb *messageBody, files []Attachment
 }
 
 // channelMessageLocked finds a visible message in a channel.
-func (s *Server) channelMessageLocked(r *http.Request) (*channel, *message, *apiError) {
+func (s *Server) channelMessageLocked(r *request) (*channel, *message, *apiError) {
 	c := s.channels[r.PathValue("c")]
 	if c == nil {
 		return nil, nil, errUnknownChannel()
@@ -210,50 +192,12 @@ func (s *Server) channelMessageLocked(r *http.Request) (*channel, *message, *api
 }
 
 // getMessage is GET /channels/{c}/messages/{m}.
-func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) getMessage(r *request) (int, any, *apiError) {
 	_, m, e := s.channelMessageLocked(r)
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-	writeJSON(w, http.StatusOK, s.messageJSONLocked(m, true))
-}
-
-// listMessages is GET /channels/{c}/messages: newest first, with limit,
-// before and after.
-func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit := 50
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			writeError(w, formError("NUMBER_TYPE_MAX", "int value should be between 1 and 100.", "limit"))
-			return
-		}
-		limit = n
-	}
-	before, after := snowflake(q.Get("before")), snowflake(q.Get("after"))
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.channels[r.PathValue("c")]
-	if c == nil {
-		writeError(w, errUnknownChannel())
-		return
-	}
-	out := []any{}
-	msgs := s.byChan[c.id]
-	for i := len(msgs) - 1; i >= 0 && len(out) < limit; i-- {
-		m := msgs[i]
-		id := snowflake(m.id)
-		if m.deleted || (before != 0 && id >= before) || (after != 0 && id <= after) {
-			continue
-		}
-		out = append(out, s.messageJSONLocked(m, true))
-	}
-	writeJSON(w, http.StatusOK, out)
+	return ok(s.restMessageJSONLocked(m))
 }
 
 func snowflake(id string) int64 {
@@ -262,61 +206,43 @@ func snowflake(id string) int64 {
 }
 
 // editMessage is PATCH /channels/{c}/messages/{m}.
-func (s *Server) editMessage(w http.ResponseWriter, r *http.Request) {
-	body, files, e := readPayload(r)
+func (s *Server) editMessage(r *request) (int, any, *apiError) {
+	mb, e := r.message()
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
-	mb, e := decodeMessageBody(body)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	c, m, e := s.channelMessageLocked(r)
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
 	if m.author.id != s.bot.id {
-		writeError(w, errNotAuthor())
-		return
+		return fail(errNotAuthor())
 	}
 	if c.isThread() && c.archived {
-		writeError(w, errThreadArchived())
-		return
+		return fail(errThreadArchived())
 	}
-	if e := s.applyEditLocked(m, mb, files); e != nil {
-		writeError(w, e)
-		return
+	if e := s.applyEditLocked(m, mb, r.files); e != nil {
+		return fail(e)
 	}
 	s.dispatchLocked("MESSAGE_UPDATE", s.messageJSONLocked(m, true))
-	writeJSON(w, http.StatusOK, s.messageJSONLocked(m, true))
+	return ok(s.messageJSONLocked(m, true))
 }
 
 // deleteMessage is DELETE /channels/{c}/messages/{m}. The bot lacks
 // MANAGE_MESSAGES, so it may delete only its own messages.
-func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) deleteMessage(r *request) (int, any, *apiError) {
 	c, m, e := s.channelMessageLocked(r)
 	if e != nil {
-		writeError(w, e)
-		return
+		return fail(e)
 	}
 	if m.author.id != s.bot.id {
-		writeError(w, errMissingPermissions())
-		return
+		return fail(errMissingPermissions())
 	}
 	if c.isThread() && c.archived {
-		writeError(w, errThreadArchived())
-		return
+		return fail(errThreadArchived())
 	}
 	s.deleteLocked(m)
-	w.WriteHeader(http.StatusNoContent)
+	return noContent()
 }
 
 func (s *Server) deleteLocked(m *message) {

@@ -1,13 +1,7 @@
 package discordtest
 
 import (
-	"bytes"
-	"cmp"
-	"encoding/json"
-	"io"
-	"mime"
 	"net/http"
-	"slices"
 	"strings"
 )
 
@@ -22,6 +16,7 @@ const (
 
 	RouteGetCurrentUser        Route = "GET /users/@me"
 	RouteGetCurrentApplication Route = "GET /applications/@me"
+	RouteGetOAuth2Application  Route = "GET /oauth2/applications/@me" // discordgo's Application("@me")
 	RouteGetGuild              Route = "GET /guilds/{g}"
 	RouteGetGuildChannels      Route = "GET /guilds/{g}/channels"
 	RouteListActiveThreads     Route = "GET /guilds/{g}/threads/active"
@@ -46,6 +41,9 @@ const (
 	RouteEditMessage   Route = "PATCH /channels/{c}/messages/{m}"
 	RouteDeleteMessage Route = "DELETE /channels/{c}/messages/{m}"
 
+	RouteAddReaction    Route = "PUT /channels/{c}/messages/{m}/reactions/{emoji}/@me"
+	RouteRemoveReaction Route = "DELETE /channels/{c}/messages/{m}/reactions/{emoji}/@me"
+
 	RouteStartThreadFromMessage Route = "POST /channels/{c}/messages/{m}/threads"
 	RouteStartThread            Route = "POST /channels/{c}/threads"
 	RouteJoinThread             Route = "PUT /channels/{c}/thread-members/@me"
@@ -58,11 +56,14 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /gateway", s.handleGateway)
 	mux.HandleFunc("GET /gateway/", s.handleGateway)
-	handlers := map[Route]http.HandlerFunc{
+	mux.HandleFunc("GET /cdn/attachments/{c}/{id}/{name}", s.serveAttachment)
+	mux.HandleFunc("GET /media/attachments/{c}/{id}/{name}", s.serveAttachment)
+	handlers := map[Route]handler{
 		RouteGetGateway:                s.getGateway,
 		RouteGetGatewayBot:             s.getGateway,
 		RouteGetCurrentUser:            s.getCurrentUser,
 		RouteGetCurrentApplication:     s.getCurrentApplication,
+		RouteGetOAuth2Application:      s.getCurrentApplication,
 		RouteGetGuild:                  s.getGuild,
 		RouteGetGuildChannels:          s.getGuildChannels,
 		RouteListActiveThreads:         s.listActiveThreads,
@@ -83,6 +84,8 @@ func (s *Server) routes() http.Handler {
 		RouteGetMessage:                s.getMessage,
 		RouteEditMessage:               s.editMessage,
 		RouteDeleteMessage:             s.deleteMessage,
+		RouteAddReaction:               s.addReaction,
+		RouteRemoveReaction:            s.removeReaction,
 		RouteStartThreadFromMessage:    s.startThreadFromMessage,
 		RouteStartThread:               s.startThread,
 		RouteJoinThread:                s.joinThread,
@@ -92,7 +95,7 @@ func (s *Server) routes() http.Handler {
 	}
 	for route, h := range handlers {
 		method, path, _ := strings.Cut(string(route), " ")
-		mux.HandleFunc(method+" /api/v9"+path, s.wrap(route, h))
+		mux.HandleFunc(method+" /api/v9"+path, s.wrap(route, s.serve(h)))
 	}
 	mux.HandleFunc("/", s.notFound)
 	return mux
@@ -101,8 +104,8 @@ func (s *Server) routes() http.Handler {
 // wrap counts the call, checks the bot token and plays injected faults.
 func (s *Server) wrap(route Route, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		authorized := r.Header.Get("Authorization") == "Bot "+s.cfg.token
 		s.mu.Lock()
+		authorized := !s.revoked && r.Header.Get("Authorization") == "Bot "+s.cfg.token
 		s.calls[route]++
 		f, faulted := fault{}, false
 		if authorized {
@@ -132,74 +135,4 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	setRateLimitHeaders(w.Header(), Route(r.Method+" "+r.URL.Path), nil)
 	writeError(w, &apiError{status: http.StatusNotFound, Message: "404: Not Found"})
-}
-
-func writeError(w http.ResponseWriter, e *apiError) {
-	writeJSON(w, e.status, e)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(data)
-}
-
-// readPayload returns the JSON body of a request, from payload_json when
-// it is multipart, and the files uploaded with it.
-func readPayload(r *http.Request) ([]byte, []Attachment, *apiError) {
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if mt != "multipart/form-data" {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 25<<20))
-		if err != nil {
-			return nil, nil, errInvalidJSON()
-		}
-		if len(bytes.TrimSpace(body)) == 0 {
-			body = []byte("{}")
-		}
-		return body, nil, nil
-	}
-	if err := r.ParseMultipartForm(25 << 20); err != nil {
-		return nil, nil, errInvalidJSON()
-	}
-	body := []byte("{}")
-	if v := r.MultipartForm.Value["payload_json"]; len(v) > 0 {
-		body = []byte(v[0])
-	}
-	var files []Attachment
-	keys := make([]string, 0, len(r.MultipartForm.File))
-	for k := range r.MultipartForm.File {
-		keys = append(keys, k)
-	}
-	// files[2] before files[10]
-	slices.SortFunc(keys, func(a, b string) int {
-		return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b))
-	})
-	for _, k := range keys {
-		for _, fh := range r.MultipartForm.File[k] {
-			f, err := fh.Open()
-			if err != nil {
-				return nil, nil, errInvalidJSON()
-			}
-			data, err := io.ReadAll(f)
-			_ = f.Close()
-			if err != nil {
-				return nil, nil, errInvalidJSON()
-			}
-			files = append(files, Attachment{Filename: fh.Filename, ContentType: fh.Header.Get("Content-Type"), Data: data})
-		}
-	}
-	return body, files, nil
-}
-
-// decode unmarshals a request body, ignoring unknown fields as Discord does.
-func decode(body []byte, v any) *apiError {
-	if err := json.Unmarshal(body, v); err != nil {
-		return errInvalidJSON()
-	}
-	return nil
 }

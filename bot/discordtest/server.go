@@ -40,11 +40,14 @@ type Server struct {
 	users    map[string]user
 	human    string // id of the default human user
 
-	messages map[string]*message   // by id, ephemeral ones included
-	byChan   map[string][]*message // channel id to messages in creation order
-	nonces   map[string]*message   // channel id + nonce to the message it created
-	denied   map[string]bool       // channels the bot may not post in
-	typing   map[string]int
+	messages  map[string]*message   // by id, ephemeral ones included
+	byChan    map[string][]*message // channel id to messages in creation order
+	nonces    map[string]*message   // channel id + nonce to the message it created
+	denied    map[string]bool       // channels the bot may not post in
+	typing    map[string]int
+	files     map[string]*fileRecord // attachment id to the file the CDN serves
+	downloads map[string]int         // attachment id to downloads from the CDN
+	cdnKey    []byte                 // signs attachment URLs
 
 	commands     map[string][]*command // guild id ("" for global) to commands
 	interactions map[string]*interaction
@@ -54,10 +57,12 @@ type Server struct {
 	unknown []string
 	faults  map[Route][]fault
 
-	sessions map[string]*gwSession
-	conns    map[*gwConn]struct{}
-	stats    GatewayStats
-	intents  discordgo.Intent
+	sessions   map[string]*gwSession
+	conns      map[*gwConn]struct{}
+	stats      GatewayStats
+	identifies []Identify
+	revoked    bool // RevokeToken was called
+	intents    discordgo.Intent
 }
 
 // New starts a fake Discord and stops it when the test ends.
@@ -81,6 +86,9 @@ func New(tb testing.TB, opts ...Option) *Server {
 		nonces:       map[string]*message{},
 		denied:       map[string]bool{},
 		typing:       map[string]int{},
+		files:        map[string]*fileRecord{},
+		downloads:    map[string]int{},
+		cdnKey:       []byte(randomHex(16)),
 		commands:     map[string][]*command{},
 		interactions: map[string]*interaction{},
 		ixByToken:    map[string]*interaction{},
@@ -93,8 +101,8 @@ func New(tb testing.TB, opts ...Option) *Server {
 	s.cfg.appID = cmp.Or(cfg.appID, s.newID())
 	s.users[s.bot.id] = s.bot
 	s.human = s.addUser("alice", false)
-	for _, spec := range cfg.guilds {
-		g := &guild{id: s.newID(), name: spec.name, created: time.Now()}
+	for i, spec := range cfg.guilds {
+		g := &guild{id: guildID(i, time.Now()), name: spec.name, created: time.Now()}
 		for i, name := range spec.channels {
 			c := &channel{id: s.newID(), guildID: g.id, name: name, typ: discordgo.ChannelTypeGuildText, position: i}
 			s.channels[c.id] = c

@@ -72,8 +72,11 @@ func (s *Server) sortedChannelsLocked() []*channel {
 type Post struct {
 	ChannelID string
 	AuthorID  string // default: UserID(); see AddUser and AddBot
-	Content   string
+	Content   string // may be empty when there are attachments
 	ReplyTo   string // id of a message in the same channel
+	// Attachments are served by the fake CDN; see CDNURL and
+	// AttachmentDownloads.
+	Attachments []UserAttachment
 }
 
 // Post stores a user's message and dispatches MESSAGE_CREATE. Posting in
@@ -98,7 +101,11 @@ func (s *Server) Post(p Post) Message {
 		c.archived, c.archivedAt = false, time.Now()
 		s.dispatchLocked("THREAD_UPDATE", s.channelJSONLocked(c))
 	}
-	m := s.newMessageLocked(c, s.userLocked(cmp.Or(p.AuthorID, s.human)), mb, nil)
+	files := make([]Attachment, 0, len(p.Attachments))
+	for _, a := range p.Attachments {
+		files = append(files, Attachment{Filename: a.Filename, ContentType: a.ContentType, Data: a.Data})
+	}
+	m := s.newMessageLocked(c, s.userLocked(cmp.Or(p.AuthorID, s.human)), mb, files)
 	s.storeLocked(m)
 	s.dispatchLocked("MESSAGE_CREATE", s.messageJSONLocked(m, true))
 	return m.snapshot()
@@ -107,6 +114,14 @@ func (s *Server) Post(p Post) Message {
 // UserMessage posts content as userID in a channel; see Post.
 func (s *Server) UserMessage(channelID, userID, content string) Message {
 	return s.Post(Post{ChannelID: channelID, AuthorID: userID, Content: content})
+}
+
+// UserMessageWith posts a message with attachments as userID in a
+// channel; text may be empty. The MESSAGE_CREATE carries each attachment's
+// id, filename, size, content_type, url (on CDNURL()) and proxy_url (on
+// MediaURL()).
+func (s *Server) UserMessageWith(channelID, userID, text string, attachments ...UserAttachment) Message {
+	return s.Post(Post{ChannelID: channelID, AuthorID: userID, Content: text, Attachments: attachments})
 }
 
 // Redeliver dispatches MESSAGE_CREATE again for a stored message, with the

@@ -94,6 +94,14 @@ func (mb *messageBody) nonEmpty(files int) bool {
 		len(mb.StickerIDs) > 0 || files > 0 || (len(mb.Poll) > 0 && string(mb.Poll) != "null")
 }
 
+// validateMessage checks the content, embed and component limits.
+func validateMessage(content string, embeds, components []json.RawMessage, flags discordgo.MessageFlags) *apiError {
+	if e := validateContent(content, embeds); e != nil {
+		return e
+	}
+	return validateComponents(components, flags)
+}
+
 // validateContent checks the content and embed limits.
 func validateContent(content string, embeds []json.RawMessage) *apiError {
 	if utf8.RuneCountInString(content) > maxContent {

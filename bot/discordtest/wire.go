@@ -3,7 +3,6 @@ package discordtest
 import (
 	"cmp"
 	"encoding/json"
-	"net/url"
 	"regexp"
 	"strconv"
 	"time"
@@ -198,6 +197,7 @@ func (s *Server) messageJSONLocked(m *message, withReferenced bool) map[string]a
 		"attachments":      s.attachmentsJSON(m),
 		"embeds":           rawOrEmpty(m.embeds),
 		"components":       rawOrEmpty(m.components),
+		"reactions":        s.reactionsJSON(m),
 		"pinned":           false,
 		"flags":            int(m.flags),
 	}
@@ -227,18 +227,14 @@ func (s *Server) messageJSONLocked(m *message, withReferenced bool) map[string]a
 		}
 	}
 	if m.ix != nil {
-		out["interaction_metadata"] = map[string]any{
-			"id":                             m.ix.id,
-			"type":                           int(discordgo.InteractionApplicationCommand),
-			"name":                           m.ix.name,
-			"user":                           userJSON(m.ix.user),
-			"authorizing_integration_owners": map[string]string{"0": m.ix.guildID},
-		}
-		out["interaction"] = map[string]any{
-			"id":   m.ix.id,
-			"type": int(discordgo.InteractionApplicationCommand),
-			"name": m.ix.name,
-			"user": userJSON(m.ix.user),
+		out["interaction_metadata"] = interactionMetadataJSON(m.ix)
+		if m.ix.typ == discordgo.InteractionApplicationCommand {
+			out["interaction"] = map[string]any{
+				"id":   m.ix.id,
+				"type": int(m.ix.typ),
+				"name": m.ix.name,
+				"user": userJSON(m.ix.user),
+			}
 		}
 	}
 	if m.threadID != "" {
@@ -249,18 +245,48 @@ func (s *Server) messageJSONLocked(m *message, withReferenced bool) map[string]a
 	return out
 }
 
+// interactionMetadataJSON is the interaction_metadata of a message
+// answering ix.
+func interactionMetadataJSON(ix *interaction) map[string]any {
+	md := map[string]any{
+		"id":                             ix.id,
+		"type":                           int(ix.typ),
+		"user":                           userJSON(ix.user),
+		"authorizing_integration_owners": map[string]string{"0": ix.guildID},
+	}
+	switch ix.typ {
+	case discordgo.InteractionApplicationCommand:
+		md["name"] = ix.name
+	case discordgo.InteractionMessageComponent:
+		md["interacted_message_id"] = ix.message.id
+	case discordgo.InteractionModalSubmit:
+		md["triggering_interaction_metadata"] = interactionMetadataJSON(ix.opener)
+	}
+	return md
+}
+
 func (s *Server) attachmentsJSON(m *message) []any {
 	out := []any{}
 	for _, a := range m.attachments {
-		u := "https://cdn.discordapp.com/attachments/" + m.channelID + "/" + a.ID + "/" + url.PathEscape(a.Filename)
 		out = append(out, map[string]any{
 			"id":           a.ID,
 			"filename":     a.Filename,
 			"size":         len(a.Data),
-			"url":          u,
-			"proxy_url":    u,
+			"url":          a.URL,
+			"proxy_url":    a.ProxyURL,
 			"content_type": a.ContentType,
 		})
+	}
+	return out
+}
+
+// restMessageJSONLocked is a message as REST returns it: when
+// MESSAGE_CONTENT is not enabled in the Developer Portal, others'
+// messages come without their content, as over the gateway.
+func (s *Server) restMessageJSONLocked(m *message) map[string]any {
+	out := s.messageJSONLocked(m, true)
+	if s.cfg.privileged&discordgo.IntentMessageContent == 0 && !s.contentVisible(out) {
+		return withoutContent(out)
 	}
 	return out
 }
