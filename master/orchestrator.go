@@ -115,14 +115,18 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			o.log.Warn("list pending sessions", "err", err)
 		}
 		for _, id := range ids {
+			if !o.claimLocal(id) {
+				continue
+			}
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
+				o.releaseLocal(id)
 				return nil
 			}
 			wg.Go(func() {
-				defer func() { <-sem }()
-				o.Step(ctx, id)
+				defer func() { <-sem; o.releaseLocal(id) }()
+				o.step(ctx, id)
 			})
 		}
 		if err := o.wait(ctx); err != nil {
