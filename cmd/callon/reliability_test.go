@@ -149,13 +149,16 @@ func TestCatchUpIsBounded(t *testing.T) {
 	}
 	w.start()
 	w.dc.WaitFor(t, func() bool {
-		notices := 0
+		notices, answers := 0, 0
 		for _, m := range w.botMessages(thread) {
-			if strings.Contains(m.Content, "missed 23 messages") {
+			switch {
+			case strings.Contains(m.Content, "missed 23 messages"):
 				notices++
+			case m.Content == "ok":
+				answers++
 			}
 		}
-		return notices == 1 && len(w.ai.Requests()) == master.CatchUpMax
+		return notices == 1 && answers == master.CatchUpMax
 	}, "20 answers and a notice")
 	w.restart()
 	w.dc.WaitFor(t, func() bool { return w.dc.GatewayStats().Identifies >= 3 }, "the third start")
