@@ -108,8 +108,12 @@ func answerWaitingTurn(ctx context.Context, tx pgx.Tx, sessionID, turnID, sortKe
 		SELECT u.id FROM turns u
 		WHERE u.session_id = $1 AND u.state = 'waiting' AND u.sort_key < $2
 		  AND EXISTS (SELECT 1 FROM tasks t WHERE t.turn_id = u.id AND t.round = u.round AND t.state = 'need_info')
+		  -- One turn runs at a time: while another is open (a message
+		  -- recorded late, older than the question), this message is a
+		  -- turn of its own, and the waiting turn is closed.
+		  AND NOT EXISTS (SELECT 1 FROM turns o WHERE o.session_id = $1 AND o.state IN ('queued', 'running') AND o.id <> $3)
 		ORDER BY u.sort_key DESC, u.id DESC LIMIT 1
-		FOR UPDATE`, sessionID, sortKey).Scan(&waiting)
+		FOR UPDATE`, sessionID, sortKey, turnID).Scan(&waiting)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

@@ -114,7 +114,13 @@ func Main(m *testing.M) {
 // dropped when the test ends.
 func New(tb testing.TB) *store.Store {
 	tb.Helper()
-	u := URL(tb)
+	return Open(tb, URL(tb))
+}
+
+// Open opens a store on the database at u (one of this package's); it is
+// closed when the test ends.
+func Open(tb testing.TB, u string) *store.Store {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := store.Open(ctx, u, slog.New(slog.DiscardHandler))

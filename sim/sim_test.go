@@ -1,0 +1,342 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/callonbot/callon/master"
+	"github.com/callonbot/callon/store"
+	"github.com/callonbot/callon/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+var (
+	sequences = flag.Int("sequences", 30, "how many random sequences TestTurnStateMachine runs")
+	events    = flag.Int("events", 80, "events per sequence")
+	seedFlag  = flag.Uint64("seed", 0, "run only the sequence with this seed")
+)
+
+// Limits the sequences run under: small, so that they are reached.
+const (
+	maxCalls   = 12
+	maxRounds  = 3
+	maxRetries = 2
+)
+
+// TestTurnStateMachine runs seeded random sequences of events against the
+// real store and orchestrator and checks, after every event, that no
+// turn exceeds the master call ceiling, no message is posted twice and a
+// session runs one turn at a time; and, once the sequence has settled,
+// that every user message ended with its reply, a question (answered or
+// waiting), a documented refusal, or as the answer to a question; that no
+// turn and no task is left open; and that nothing waits in the outbox.
+// A failure names its seed: run it again with -args -seed=N.
+func TestTurnStateMachine(t *testing.T) {
+	t.Parallel()
+	seeds := make([]uint64, *sequences)
+	base := uint64(time.Now().UnixNano())
+	for i := range seeds {
+		seeds[i] = base + uint64(i)
+	}
+	if *seedFlag != 0 {
+		seeds = []uint64{*seedFlag}
+	}
+	for _, seed := range seeds {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+			t.Parallel()
+			s := newSequence(t, seed)
+			s.run(*events)
+		})
+	}
+}
+
+// sequence is one run: a store on its own database, one session, the
+// orchestrator, a scripted master model, the test acting as the workers,
+// and a messenger that records every post.
+type sequence struct {
+	t       *testing.T
+	seed    uint64
+	rng     *rand.Rand
+	ctx     context.Context
+	st      *store.Store
+	pool    *pgxpool.Pool
+	svc     *master.Service
+	orch    *master.Orchestrator
+	disp    *master.Dispatcher
+	model   *model
+	out     *messenger
+	session master.Session
+	log     *slog.Logger
+	errs    *failures
+
+	owner     int // the orchestrator's incarnation
+	// inquisitive sequences (a third) have workers that mostly need
+	// information and a master that mostly asks the user.
+	inquisitive bool
+	// crashy sequences (another third) crash in the middle of most model
+	// calls: a crash loop, which only the ceiling on calls ends.
+	crashy bool
+	crashes   bool
+	crashStep context.CancelFunc
+	texts     int
+	nextID    int64
+	messages  []string        // user message ids, in the order posted
+	answers   map[string]bool // messages recorded as answers to a question
+	trace     []string
+}
+
+func newSequence(t *testing.T, seed uint64) *sequence {
+	url := storetest.URL(t)
+	st := storetest.Open(t, url)
+	pool, err := pgxpool.New(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := &sequence{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), ctx: t.Context(), st: st,
+		pool: pool, errs: &failures{}, answers: map[string]bool{}, crashes: true,
+		nextID: master.Snowflake(time.Now())}
+	s.inquisitive, s.crashy = seed%3 == 0, seed%3 == 1
+	s.log = slog.New(s.errs)
+	s.model = &model{seq: s, perTurn: map[string]int{}}
+	s.out = &messenger{seen: map[string]string{}, rng: s.rng, failures: true}
+	s.svc = master.NewService(st, nil)
+	sess, _, err := s.svc.StartSession(s.ctx, master.NewSession{GuildID: "g", ChannelID: "c", ThreadID: "thread", OwnerID: "u", Goal: "ship it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.session = sess
+	s.restart()
+	s.disp = master.NewDispatcher(master.DispatcherConfig{Owner: "sender"}, st, s.out, slog.New(slog.DiscardHandler)) // its faults are injected
+	return s
+}
+
+// restart replaces the orchestrator: a new process (crash) or the same
+// one after its rests are over.
+func (s *sequence) restart() {
+	s.orch = master.NewOrchestrator(master.Config{
+		Owner: fmt.Sprint("p", s.owner), Model: "m", MaxRounds: maxRounds, Retries: maxRetries,
+		RetryDelay: time.Millisecond, MaxCalls: maxCalls, Lease: time.Minute,
+	}, s.st, s.model, s.log)
+}
+
+// crash is the orchestrator's process dying in the middle of a step: its
+// step context ends, and a new process with another name takes over once
+// the old lease lapses.
+func (s *sequence) crash() {
+	if s.crashStep != nil {
+		s.crashStep()
+	}
+	s.owner++
+	s.exec(`UPDATE sessions SET master_lease_until = now() - interval '1 second' WHERE master_owner IS NOT NULL`)
+}
+
+func (s *sequence) fatalf(format string, args ...any) {
+	s.t.Helper()
+	tail := s.trace
+	if len(tail) > 30 {
+		tail = tail[len(tail)-30:]
+	}
+	s.t.Fatalf("seed %d: %s\nlast events:\n  %s\n(run again: go test ./sim -run TestTurnStateMachine -args -seed=%d)",
+		s.seed, fmt.Sprintf(format, args...), strings.Join(tail, "\n  "), s.seed)
+}
+
+func (s *sequence) exec(sql string, args ...any) {
+	s.t.Helper()
+	if _, err := s.pool.Exec(s.ctx, sql, args...); err != nil {
+		s.fatalf("%s: %v", sql, err)
+	}
+}
+
+// run plays n random events, checking the invariants after each, then
+// lets the sequence settle and checks the end state.
+func (s *sequence) run(n int) {
+	type event struct {
+		name   string
+		weight int
+		do     func()
+	}
+	evs := []event{
+		{"message", 14, s.message},
+		{"step", 30, s.step},
+		{"work", 25, s.work},
+		{"expire", 3, s.expire},
+		{"crash", 3, func() { s.crash(); s.restart() }},
+		{"time", 5, s.timePasses},
+		{"flush", 15, s.flush},
+		{"redeliver", 2, s.redeliver},
+		{"dissolve", 1, s.dissolve},
+	}
+	total := 0
+	for _, e := range evs {
+		total += e.weight
+	}
+	for i := range n {
+		r := s.rng.IntN(total)
+		for _, e := range evs {
+			if r < e.weight {
+				s.trace = append(s.trace, fmt.Sprintf("%d %s", i, e.name))
+				e.do()
+				s.check()
+				break
+			}
+			r -= e.weight
+		}
+	}
+	s.crashes = false
+	s.settle()
+	s.checkEnd()
+}
+
+// message posts a user message, now and then with an id older than the
+// last one (recorded late, as after a database blip). Users mostly wait
+// for the answer to their last message before they write again.
+func (s *sequence) message() {
+	var busy bool
+	if err := s.pool.QueryRow(s.ctx, `SELECT EXISTS (SELECT 1 FROM turns WHERE session_id = $1 AND state IN ('queued', 'running'))`,
+		s.session.ID).Scan(&busy); err != nil {
+		s.fatalf("message: %v", err)
+	}
+	if busy && s.rng.IntN(4) > 0 {
+		return
+	}
+	s.nextID += 1 << 22
+	id := s.nextID
+	if s.rng.IntN(10) == 0 {
+		id -= int64(s.rng.IntN(3)+1) << 22
+	}
+	msgID := strconv.FormatInt(id, 10)
+	content := s.text("message")
+	if _, err := s.svc.HandleMessage(s.ctx, master.Incoming{ID: msgID, GuildID: "g", ChannelID: "thread", AuthorID: "u", Content: content}); err != nil {
+		s.fatalf("HandleMessage: %v", err)
+	}
+	var state string
+	if err := s.pool.QueryRow(s.ctx, `SELECT state FROM turns WHERE message_id = $1`, msgID).Scan(&state); err == nil {
+		s.messages = append(s.messages, msgID)
+		if state == string(master.TurnDone) {
+			s.answers[msgID] = true // it went back to workers that asked
+		}
+	}
+}
+
+func (s *sequence) redeliver() {
+	if len(s.messages) == 0 {
+		return
+	}
+	id := s.messages[s.rng.IntN(len(s.messages))]
+	if _, err := s.svc.HandleMessage(s.ctx, master.Incoming{ID: id, GuildID: "g", ChannelID: "thread", AuthorID: "u", Content: "again"}); err != nil {
+		s.fatalf("HandleMessage again: %v", err)
+	}
+}
+
+func (s *sequence) step() {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	s.crashStep = cancel
+	s.orch.Step(ctx, s.session.ID)
+	s.crashStep = nil
+}
+
+// work is a worker claiming one task and ending it, or stalling on it.
+func (s *sequence) work() {
+	tasks, err := s.st.ClaimTasks(s.ctx, "worker", 1, time.Hour)
+	if err != nil {
+		s.fatalf("ClaimTasks: %v", err)
+	}
+	if len(tasks) == 0 || s.rng.IntN(20) == 0 {
+		return // nothing to do, or it stalls until its lease expires
+	}
+	out := workerOutcome(s.rng, s.inquisitive, s.text)
+	if _, err := s.st.CompleteTask(s.ctx, tasks[0].ID, tasks[0].Attempt, out); err != nil && !errors.Is(err, master.ErrStale) {
+		s.fatalf("CompleteTask: %v", err)
+	}
+}
+
+// expire lapses every running task's lease and sweeps, as after a
+// worker died.
+func (s *sequence) expire() {
+	s.exec(`UPDATE tasks SET lease_until = now() - interval '1 second' WHERE state = 'running'`)
+	if _, _, err := s.st.SweepExpired(s.ctx); err != nil {
+		s.fatalf("SweepExpired: %v", err)
+	}
+}
+
+// timePasses lets every delay run out: retries put off, rests after
+// failed steps.
+func (s *sequence) timePasses() {
+	s.exec(`UPDATE turns SET not_before = NULL`)
+	s.restart()
+}
+
+func (s *sequence) flush() {
+	for range 10 {
+		n, err := s.disp.Flush(s.ctx)
+		if err != nil {
+			s.fatalf("Flush: %v", err)
+		}
+		if n == 0 {
+			return
+		}
+		s.exec(`UPDATE outbox SET lease_until = NULL WHERE state = 'pending'`) // retries come due
+	}
+}
+
+func (s *sequence) dissolve() {
+	if s.rng.IntN(4) > 0 {
+		return // rarer than its weight: a dissolved team does little more
+	}
+	err := s.st.Dissolve(s.ctx, s.session.ID, "dissolved by the sequence", nil)
+	if err != nil && !errors.Is(err, master.ErrNotFound) {
+		s.fatalf("Dissolve: %v", err)
+	}
+}
+
+// settle runs the team until nothing is left to do: the master decides,
+// workers finish their tasks, the outbox is delivered, retries come due.
+func (s *sequence) settle() {
+	s.out.failures = false
+	for i := range 400 {
+		s.trace = append(s.trace, fmt.Sprintf("settle %d", i))
+		s.timePasses()
+		s.step()
+		for {
+			tasks, err := s.st.ClaimTasks(s.ctx, "worker", 10, time.Hour)
+			if err != nil {
+				s.fatalf("ClaimTasks: %v", err)
+			}
+			if len(tasks) == 0 {
+				break
+			}
+			for _, t := range tasks {
+				if _, err := s.st.CompleteTask(s.ctx, t.ID, t.Attempt, workerOutcome(s.rng, s.inquisitive, s.text)); err != nil && !errors.Is(err, master.ErrStale) {
+					s.fatalf("CompleteTask: %v", err)
+				}
+			}
+		}
+		s.expire() // a task stalled by the sequence
+		s.flush()
+		s.check()
+		var open int
+		if err := s.pool.QueryRow(s.ctx, `SELECT
+			(SELECT count(*) FROM turns u JOIN sessions x ON x.id = u.session_id WHERE u.state IN ('queued', 'running') AND x.state = 'active')
+			+ (SELECT count(*) FROM tasks WHERE state IN ('queued', 'running'))
+			+ (SELECT count(*) FROM outbox WHERE state = 'pending')`).Scan(&open); err != nil {
+			s.fatalf("count open work: %v", err)
+		}
+		if open == 0 {
+			return
+		}
+	}
+	s.fatalf("the sequence did not settle in 400 rounds")
+}
