@@ -37,6 +37,7 @@ type world struct {
 	dbURL string
 	env   map[string]string
 	st    *store.Store // opened on first use by db
+	logs  *logBook     // every log line of every process of the world
 
 	stop func() // stops the running process and waits for it
 }
@@ -59,7 +60,7 @@ func setupWith(t *testing.T, dc *discordtest.Server, script llmtest.Script, env 
 // newWorld is setupWith without starting callon.
 func newWorld(t *testing.T, dc *discordtest.Server, script llmtest.Script, env ...string) *world {
 	t.Helper()
-	w := &world{t: t, dc: dc, ai: llmtest.New(t, script), dbURL: storetest.URL(t)}
+	w := &world{t: t, dc: dc, ai: llmtest.New(t, script), dbURL: storetest.URL(t), logs: &logBook{}}
 	w.env = map[string]string{
 		"DISCORD_TOKEN":         w.dc.Token(),
 		"DISCORD_API_URL":       w.dc.URL(),
@@ -82,7 +83,7 @@ func newWorld(t *testing.T, dc *discordtest.Server, script llmtest.Script, env .
 func (w *world) start() {
 	w.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &testLog{t: w.t}
+	logs := &testLog{t: w.t, book: w.logs}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, nil, func(k string) string { return w.env[k] }, logs, logs)
@@ -189,9 +190,32 @@ func (w *world) waitReply(channelID string, msg discordtest.Message) string {
 // testLog sends the process's log lines to the test log until closed.
 type testLog struct {
 	t      *testing.T
+	book   *logBook // nil: lines are not kept
 	mu     sync.Mutex
 	buf    bytes.Buffer
 	closed bool
+}
+
+// logBook keeps log lines for assertions.
+type logBook struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// logged reports whether a kept line contains every one of parts.
+func (w *world) logged(parts ...string) bool {
+	w.logs.mu.Lock()
+	defer w.logs.mu.Unlock()
+	for _, l := range w.logs.lines {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(l, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *testLog) Write(p []byte) (int, error) {
@@ -208,6 +232,11 @@ func (l *testLog) Write(p []byte) (int, error) {
 			break
 		}
 		l.t.Log(strings.TrimRight(line, "\n"))
+		if l.book != nil {
+			l.book.mu.Lock()
+			l.book.lines = append(l.book.lines, line)
+			l.book.mu.Unlock()
+		}
 	}
 	return len(p), nil
 }

@@ -235,3 +235,36 @@ func TestRepeatedStepFailureEndsTheTurn(t *testing.T) {
 		t.Errorf("next reply = %q", got)
 	}
 }
+
+// At start, callon warns when the LLM server does not list the models it
+// is configured with.
+func TestStartWarnsOfMissingModels(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, discordtest.New(t), nil)
+	w.ai = llmtest.New(t, llmtest.Always(reply("hi")), llmtest.WithModels("llama3.1", "gpt-4o-mini"))
+	w.env["OPENAI_BASE_URL"], w.env["OPENAI_API_KEY"] = w.ai.URL(), w.ai.APIKey()
+	w.start()
+	w.dc.WaitFor(t, func() bool {
+		return w.logged("WARN", "does not list the master model", "model=gpt-4o", "CALLON_MASTER_MODEL")
+	}, "a warning naming the missing master model")
+	if w.logged("does not list the worker model") {
+		t.Error("warned about the worker model, which the server lists")
+	}
+}
+
+// A message that cannot be recorded while the database refuses is
+// retried until it can be, then answered.
+func TestRoutingRetriesUntilTheDatabaseTakesTheMessage(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Seq(reply("got it")))))
+	thread := w.team("Blip")
+	storetest.Exec(t, w.dbURL, `
+		CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the database is away'; END $$;
+		CREATE TRIGGER refuse BEFORE INSERT ON turns FOR EACH ROW EXECUTE FUNCTION refuse();`)
+	msg := w.say(thread, "are you there?")
+	w.dc.WaitFor(t, func() bool { return w.logged("route message", msg.ID) }, "a failed attempt to record the message")
+	storetest.Exec(t, w.dbURL, `DROP TRIGGER refuse ON turns`)
+	if got := w.waitReply(thread, msg); got != "got it" {
+		t.Errorf("reply = %q", got)
+	}
+}
