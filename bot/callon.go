@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -36,7 +35,7 @@ func (b *Bot) handleCallon(i *discordgo.InteractionCreate) {
 	}
 	goal, err := master.CheckGoal(goal)
 	if err != nil {
-		b.respondEphemeral(i, err.Error())
+		b.respondEphemeral(i, b.errorText(i, err))
 		return
 	}
 	if err := b.deferEphemeral(i); err != nil {
@@ -70,7 +69,7 @@ func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goa
 		return "Start a team from a text channel (I will open a thread) or from inside a thread."
 	}
 	names := pickedRoles(i)
-	if msg := b.checkPicked(ctx, i.GuildID, parentID, names); msg != "" {
+	if msg := b.checkPicked(ctx, i, parentID, names); msg != "" {
 		return msg
 	}
 	report := reportTo(i)
@@ -95,15 +94,8 @@ func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goa
 	sess, roster, err := b.svc.StartSession(ctx, master.NewSession{
 		GuildID: i.GuildID, ChannelID: parentID, ThreadID: threadID, OwnerID: i.Member.User.ID, Goal: goal, Roles: names, ReportTo: report,
 	})
-	var picked *master.RoleError
-	switch {
-	case errors.As(err, &picked):
-		return "❌ " + sentence(picked.Problem)
-	case errors.Is(err, master.ErrSessionActive):
-		return "This thread already has an active team: talk to it here, or end it with `/dissolve` first."
-	case err != nil:
-		log.Error("start session", "err", err)
-		return "Sorry, I could not start the team. Please try again in a moment."
+	if err != nil {
+		return b.errorText(i, err)
 	}
 	log.Info("session started", "session_id", sess.ID, "thread_id", threadID, "roles", len(roster))
 	return fmt.Sprintf("Your team (%s) is ready in <#%s>: %s", strings.Join(master.RoleNames(roster), ", "), threadID, JumpURL(i.GuildID, threadID))

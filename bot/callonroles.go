@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"errors"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -29,7 +28,8 @@ func pickedRoles(i *discordgo.InteractionCreate) []string {
 // checkPicked checks names against the channel's roster before a thread
 // is opened for nothing, and returns what to tell the caller if they do
 // not fit ("" when they do or none were asked for).
-func (b *Bot) checkPicked(ctx context.Context, guildID, channelID string, names []string) string {
+func (b *Bot) checkPicked(ctx context.Context, i *discordgo.InteractionCreate, channelID string, names []string) string {
+	guildID := i.GuildID
 	if len(names) == 0 {
 		return ""
 	}
@@ -38,10 +38,8 @@ func (b *Bot) checkPicked(ctx context.Context, guildID, channelID string, names 
 		b.log.Error("resolve roster", "guild_id", guildID, "channel_id", channelID, "err", err)
 		return "Sorry, I could not read this channel's roles just now. Please try again."
 	}
-	_, err = master.PickRoles(roster, names)
-	var re *master.RoleError
-	if errors.As(err, &re) {
-		return "❌ " + sentence(re.Problem)
+	if _, err = master.PickRoles(roster, names); err != nil {
+		return b.errorText(i, err)
 	}
 	return ""
 }

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -20,17 +19,10 @@ var dissolveCommand = command{
 }
 
 func (b *Bot) handleDissolve(i *discordgo.InteractionCreate) {
-	b.sessionCommand(i, 30*time.Second, func(ctx context.Context, s master.Session, a master.Actor) string {
-		err := b.cmds.Dissolve(ctx, s, a)
-		switch {
-		case errors.Is(err, master.ErrNotAllowed):
-			return "Only the person who started this team, or members who can manage threads, can dissolve it."
-		case errors.Is(err, master.ErrNotFound):
-			return notInSession
-		case err != nil:
-			b.log.Error("/dissolve", "session_id", s.ID, "err", err)
-			return "Sorry, the team could not be dissolved just now. Please try again."
+	b.sessionCommand(i, 30*time.Second, func(ctx context.Context, s master.Session, a master.Actor) (string, error) {
+		if err := b.cmds.Dissolve(ctx, s, a); err != nil {
+			return "", err
 		}
-		return "The team is dissolved: its work is stopped, a summary is posted and the thread archived."
+		return "The team is dissolved: its work is stopped, a summary is posted and the thread archived.", nil
 	})
 }

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -30,17 +29,11 @@ func (b *Bot) handleReplan(i *discordgo.InteractionCreate) {
 	if o := option(i, "instruction"); o != nil {
 		instruction = o.StringValue()
 	}
-	b.sessionCommand(i, 2*time.Minute, func(ctx context.Context, s master.Session, a master.Actor) string {
+	b.sessionCommand(i, 2*time.Minute, func(ctx context.Context, s master.Session, a master.Actor) (string, error) {
 		change, err := b.cmds.Replan(ctx, s, a, instruction)
-		switch {
-		case errors.Is(err, master.ErrNotAllowed):
-			return "Only the person who started this team, or members who can manage threads, can reorganize it."
-		case errors.Is(err, master.ErrNotFound):
-			return notInSession
-		case err != nil:
-			b.log.Error("/replan", "session_id", s.ID, "err", err)
-			return "Sorry, the team could not be reorganized just now. Please try again."
+		if err != nil {
+			return "", err
 		}
-		return "Done. " + change
+		return "Done. " + change, nil
 	})
 }

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -120,17 +119,11 @@ func (b *Bot) handleRoles(i *discordgo.InteractionCreate) {
 	b.goWork(30*time.Second, func(ctx context.Context) {
 		log := b.log.With("command", "roles "+sub.Name, "guild_id", i.GuildID, "channel_id", i.ChannelID, "user_id", i.Member.User.ID)
 		text, err := b.runRoles(ctx, i, sub)
-		var re *master.RoleError
 		switch {
-		case errors.As(err, &re):
-			text = "❌ " + sentence(re.Problem)
 		case err != nil:
-			log.Error("/roles", "err", err)
-			text = "Sorry, I could not read or change the roles just now. Please try again."
-		default:
-			if sub.Name != "list" {
-				log.Info("roles changed")
-			}
+			text = b.errorText(i, err)
+		case sub.Name != "list":
+			log.Info("roles changed")
 		}
 		b.editResponse(ctx, i, text)
 	})
@@ -170,11 +163,10 @@ func (b *Bot) runRoles(ctx context.Context, i *discordgo.InteractionCreate, sub 
 	case "set":
 		role := roleFromOptions(sub)
 		created, err := b.roles.SetRole(ctx, scope, role, by)
+		if master.ErrorCode(err) == master.EInvalid {
+			return "", master.Errorf(master.EInvalid, "could not save role **%s**: %s", role.Name, master.ErrorMessage(err))
+		}
 		if err != nil {
-			var re *master.RoleError
-			if errors.As(err, &re) {
-				return "", &master.RoleError{Problem: fmt.Sprintf("could not save role **%s**: %s", role.Name, re.Problem)}
-			}
 			return "", err
 		}
 		verb := "updated in"

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -19,9 +18,6 @@ var teamCommand = command{
 	handle: (*Bot).handleTeam,
 }
 
-// notInSession is the answer to a session command outside a team thread.
-const notInSession = "There is no active team in this channel. Start one with `/callon goal: …`, then use this command inside its thread."
-
 func (b *Bot) handleTeam(i *discordgo.InteractionCreate) {
 	if err := b.deferEphemeral(i); err != nil {
 		b.log.Warn("acknowledge /team", "err", err)
@@ -29,13 +25,8 @@ func (b *Bot) handleTeam(i *discordgo.InteractionCreate) {
 	}
 	b.goWork(30*time.Second, func(ctx context.Context) {
 		embed, err := b.cmds.Team(ctx, i.ChannelID)
-		switch {
-		case errors.Is(err, master.ErrNotFound):
-			b.editResponse(ctx, i, notInSession)
-			return
-		case err != nil:
-			b.log.Error("/team", "channel_id", i.ChannelID, "err", err)
-			b.editResponse(ctx, i, "Sorry, I could not read the team's state just now. Please try again.")
+		if err != nil {
+			b.editResponse(ctx, i, b.errorText(i, err))
 			return
 		}
 		empty := ""
@@ -62,23 +53,22 @@ func toDiscordEmbed(e master.Embed) *discordgo.MessageEmbed {
 }
 
 // sessionCommand runs a command that needs the thread's active session
-// and the caller's permissions, after acknowledging it.
-func (b *Bot) sessionCommand(i *discordgo.InteractionCreate, timeout time.Duration, run func(ctx context.Context, s master.Session, a master.Actor) string) {
+// and the caller's permissions, after acknowledging it; an error becomes
+// what the member reads through errorText.
+func (b *Bot) sessionCommand(i *discordgo.InteractionCreate, timeout time.Duration, run func(ctx context.Context, s master.Session, a master.Actor) (string, error)) {
 	if err := b.deferEphemeral(i); err != nil {
 		b.log.Warn("acknowledge command", "command", i.ApplicationCommandData().Name, "err", err)
 		return
 	}
 	b.goWork(timeout, func(ctx context.Context) {
 		s, err := b.cmds.Session(ctx, i.ChannelID)
-		switch {
-		case errors.Is(err, master.ErrNotFound):
-			b.editResponse(ctx, i, notInSession)
-			return
-		case err != nil:
-			b.log.Error("find session", "channel_id", i.ChannelID, "err", err)
-			b.editResponse(ctx, i, "Sorry, I could not read the team's state just now. Please try again.")
-			return
+		var text string
+		if err == nil {
+			text, err = run(ctx, s, master.Actor{UserID: i.Member.User.ID, Permissions: i.Member.Permissions})
 		}
-		b.editResponse(ctx, i, run(ctx, s, master.Actor{UserID: i.Member.User.ID, Permissions: i.Member.Permissions}))
+		if err != nil {
+			text = b.errorText(i, err)
+		}
+		b.editResponse(ctx, i, text)
 	})
 }

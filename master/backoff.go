@@ -1,10 +1,7 @@
 package master
 
 import (
-	"encoding/json"
-	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 )
 
@@ -29,22 +26,4 @@ func Jitter(d time.Duration) time.Duration {
 		return 0
 	}
 	return d - d/5 + rand.N(d*2/5+1)
-}
-
-// DecodeArgs decodes a tool call's arguments strictly: unknown fields are
-// refused, so a model learns the shape instead of having its intent
-// silently dropped. Its errors are written for the model.
-func DecodeArgs(args string, v any) error {
-	if strings.TrimSpace(args) == "" {
-		args = "{}"
-	}
-	dec := json.NewDecoder(strings.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("arguments are not valid JSON for this tool: %v", err)
-	}
-	if rest := strings.TrimSpace(args[dec.InputOffset():]); rest != "" {
-		return fmt.Errorf("arguments have text after the JSON object: %q", Truncate(rest, 40))
-	}
-	return nil
 }

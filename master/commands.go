@@ -17,9 +17,6 @@ const (
 	PermManageThreads int64 = 1 << 34
 )
 
-// ErrNotAllowed means the member may not do this to the session.
-var ErrNotAllowed = errors.New("not allowed")
-
 // CommandStore is what /team, /replan and /dissolve need from Postgres.
 type CommandStore interface {
 	ActiveSession(ctx context.Context, threadID string) (Session, error)
@@ -56,7 +53,7 @@ type CommandsConfig struct {
 	MaxRoles    int
 	// Catalog, when set, gives the roles configured for a channel: a role
 	// /replan adds under one of those names takes its prompt and model.
-	Catalog func(ctx context.Context, guildID, channelID string) ([]Role, error)
+	Catalog CatalogFunc
 	// CancelSession stops this process's workers on a session at once;
 	// other processes learn it from the wake-up the store sends.
 	CancelSession func(sessionID int64)
@@ -95,14 +92,24 @@ func (a Actor) mayManage(s Session) bool {
 	return a.UserID == s.OwnerID || a.Permissions&(PermManageThreads|PermAdministrator) != 0
 }
 
-// Session returns the active session of a thread, or ErrNotFound.
+// noTeam wraps ErrNotFound in what a person reads.
+func noTeam(err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return &Error{Code: ENotFound, Message: NoTeamHere, Err: err}
+	}
+	return err
+}
+
+// Session returns the active session of a thread; an *Error wrapping
+// ErrNotFound when there is none.
 func (c *Commands) Session(ctx context.Context, threadID string) (Session, error) {
-	return c.store.ActiveSession(ctx, threadID)
+	s, err := c.store.ActiveSession(ctx, threadID)
+	return s, noTeam(err)
 }
 
 // Team renders /team for a thread's active session.
 func (c *Commands) Team(ctx context.Context, threadID string) (Embed, error) {
-	s, err := c.store.ActiveSession(ctx, threadID)
+	s, err := c.Session(ctx, threadID)
 	if err != nil {
 		return Embed{}, err
 	}
@@ -118,7 +125,8 @@ func (c *Commands) Team(ctx context.Context, threadID string) (Embed, error) {
 // what changed, for the member who asked. ErrNotAllowed when a may not.
 func (c *Commands) Replan(ctx context.Context, s Session, a Actor, instruction string) (string, error) {
 	if !a.mayManage(s) {
-		return "", ErrNotAllowed
+		return "", &Error{Code: ENotAllowed, Err: ErrNotAllowed,
+			Message: "Only the person who started this team, or members who can manage threads, can reorganize it."}
 	}
 	old, err := c.store.Roster(ctx, s.ID)
 	if err != nil {
@@ -126,7 +134,7 @@ func (c *Commands) Replan(ctx context.Context, s Session, a Actor, instruction s
 	}
 	msgs := replanMessages(s, old, strings.TrimSpace(instruction), c.cfg.MaxRoles)
 	env := decisionEnv{roster: old, maxTasks: 1, maxRoles: c.cfg.MaxRoles}
-	tools := []Tool{replanTool(c.cfg.MaxRoles)}
+	tools := []Tool{replanMasterTool.schema(env)}
 	var usage Usage
 	var d decision
 	for attempt := 0; ; attempt++ {
@@ -152,92 +160,17 @@ func (c *Commands) Replan(ctx context.Context, s Session, a Actor, instruction s
 			msgs = append(msgs, Message{Role: RoleUser, Content: "Error: " + perr.Error()})
 		}
 	}
-	var catalog []Role
-	if c.cfg.Catalog != nil {
-		if catalog, err = c.cfg.Catalog(ctx, s.GuildID, s.ChannelID); err != nil {
-			return "", fmt.Errorf("channel roles: %w", err)
-		}
+	roster, err := rosterAfter(ctx, c.cfg.Catalog, s, old, d.roles)
+	if err != nil {
+		return "", err
 	}
-	roster := MergeRoster(old, d.roles, catalog)
 	change := describeReplan(old, roster, d.reason)
 	notice := Truncate(fmt.Sprintf("🔁 **Team reorganized** by <@%s>\n%s", a.UserID, change), MaxMessageLen)
 	if _, err := c.store.ReplanSession(ctx, s.ID, roster, notice, usage); err != nil {
-		return "", err
+		return "", noTeam(err)
 	}
 	c.log.Info("team replanned", "session_id", s.ID, "roles", RoleNames(roster), "by", a.UserID)
 	return change, nil
-}
-
-func replanMessages(s Session, roster []Role, instruction string, maxRoles int) []Message {
-	var b strings.Builder
-	fmt.Fprintf(&b, "You reorganize a team that works in a Discord thread on this goal:\n%s\n\nThe team now:\n", s.Goal)
-	for _, r := range roster {
-		fmt.Fprintf(&b, "- %s: %s\n", r.Name, r.Description)
-	}
-	fmt.Fprintf(&b, "\nCall replan with the whole new roster (at most %d roles; names are lowercase slugs). "+
-		"Keep the names of roles that stay, so they keep their prompts; add, remove or re-describe roles "+
-		"as the request asks; give a one-line description for each and a short reason.", maxRoles)
-	if instruction == "" {
-		instruction = "Reorganize the team so it fits the goal best."
-	}
-	return []Message{{Role: RoleSystem, Content: b.String()}, {Role: RoleUser, Content: instruction}}
-}
-
-// MergeRoster applies a replan's sketch: names that stay keep their
-// prompt and model; new names take them from the channel's catalog when
-// it has the name, else get a prompt from their description.
-func MergeRoster(old, sketch, catalog []Role) []Role {
-	out := make([]Role, 0, len(sketch))
-	for _, s := range sketch {
-		find := func(r Role) bool { return r.Name == s.Name }
-		var r Role
-		if i := slices.IndexFunc(old, find); i >= 0 {
-			r = old[i]
-		} else if i := slices.IndexFunc(catalog, find); i >= 0 {
-			r = catalog[i]
-		} else {
-			r = Role{Name: s.Name, Prompt: "Your speciality: " + s.Description}
-		}
-		r.Description = s.Description
-		out = append(out, r)
-	}
-	return out
-}
-
-// describeReplan says what a replan changed.
-func describeReplan(old, roster []Role, reason string) string {
-	var added, removed, changed []string
-	for _, r := range roster {
-		i := slices.IndexFunc(old, func(o Role) bool { return o.Name == r.Name })
-		switch {
-		case i < 0:
-			added = append(added, fmt.Sprintf("**%s** (%s)", r.Name, Truncate(r.Description, 100)))
-		case old[i].Description != r.Description:
-			changed = append(changed, fmt.Sprintf("**%s** (%s)", r.Name, Truncate(r.Description, 100)))
-		}
-	}
-	for _, o := range old {
-		if !slices.ContainsFunc(roster, func(r Role) bool { return r.Name == o.Name }) {
-			removed = append(removed, "**"+o.Name+"**")
-		}
-	}
-	var b strings.Builder
-	line := func(label string, items []string) {
-		if len(items) > 0 {
-			fmt.Fprintf(&b, "%s %s\n", label, strings.Join(items, ", "))
-		}
-	}
-	line("➕ Added:", added)
-	line("➖ Removed:", removed)
-	line("✏️ Re-described:", changed)
-	if len(added)+len(removed)+len(changed) == 0 {
-		b.WriteString("No change to the roster.\n")
-	}
-	fmt.Fprintf(&b, "👥 Team: %s", strings.Join(RoleNames(roster), ", "))
-	if reason != "" {
-		fmt.Fprintf(&b, "\nReason: %s", Truncate(reason, 300))
-	}
-	return b.String()
 }
 
 // Dissolve ends the session: running workers stop, open work is
@@ -245,7 +178,8 @@ func describeReplan(old, roster []Role, reason string) string {
 // ErrNotAllowed when a may not.
 func (c *Commands) Dissolve(ctx context.Context, s Session, a Actor) error {
 	if !a.mayManage(s) {
-		return ErrNotAllowed
+		return &Error{Code: ENotAllowed, Err: ErrNotAllowed,
+			Message: "Only the person who started this team, or members who can manage threads, can dissolve it."}
 	}
 	stats, err := c.store.SessionStats(ctx, s.ID)
 	if err != nil {
@@ -264,7 +198,7 @@ func (c *Commands) Dissolve(ctx context.Context, s Session, a Actor) error {
 		}
 	}
 	if err := c.store.Dissolve(ctx, s.ID, closingSummary(s, a, stats, c.cfg.Now()), final); err != nil {
-		return err
+		return noTeam(err)
 	}
 	c.cfg.CancelSession(s.ID)
 	c.log.Info("session dissolved", "session_id", s.ID, "by", a.UserID)

@@ -1,28 +1,14 @@
 // Package master is callon's domain core: the types of a team session
 // (Session, Role, Turn, Task, Signal), the orchestrator that runs a turn
 // (routing, fan-out and fan-in, merging, budgets), and the small interfaces
-// it consumes (Store, LLM, Messenger). It imports no other package of ours.
+// it consumes, each declared by the code that calls it (OrchestratorStore,
+// SessionStore, StatusStore, OutboxStore, LLM, Messenger…). It imports no
+// other package of ours.
 package master
 
 import (
 	"encoding/json"
-	"errors"
 	"time"
-)
-
-// Sentinel errors shared by the store and the orchestrator.
-var (
-	// ErrNotFound means the row asked for does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrStale means a guarded update matched nothing: the task was
-	// re-claimed, the turn moved on, or the lease was lost. The caller's
-	// result is obsolete and was not applied.
-	ErrStale = errors.New("stale: state changed underneath")
-	// ErrSessionActive means the thread already has an active session.
-	ErrSessionActive = errors.New("thread already has an active session")
-	// ErrCeiling means a turn has made as many master model calls as it
-	// may: no path may call the model for it again.
-	ErrCeiling = errors.New("master call ceiling reached")
 )
 
 // SessionState is the life cycle of a team session.

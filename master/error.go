@@ -19,6 +19,44 @@ const (
 	EModel       = "model_config" // the LLM server refuses the call for good (key, model, request)
 )
 
+// Sentinel errors: conditions code reacts to. Those a person may meet
+// reach the edges wrapped in an *Error that says it in words.
+var (
+	// ErrNotFound means the row asked for does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrStale means a guarded update matched nothing: the task was
+	// re-claimed, the turn moved on, or the lease was lost. The caller's
+	// result is obsolete and was not applied.
+	ErrStale = errors.New("stale: state changed underneath")
+	// ErrSessionActive means the thread already has an active session.
+	ErrSessionActive = errors.New("thread already has an active session")
+	// ErrCeiling means a turn has made as many master model calls as it
+	// may: no path may call the model for it again.
+	ErrCeiling = errors.New("master call ceiling reached")
+	// ErrPermanent marks a delivery error that retrying cannot fix (a
+	// deleted channel, missing permissions). Messengers wrap such errors
+	// with it.
+	ErrPermanent = errors.New("permanent delivery error")
+	// ErrNotAllowed means the member may not do this to the session.
+	ErrNotAllowed = errors.New("not allowed")
+	// ErrRosterFull means a scope already holds as many roles as a team
+	// may have.
+	ErrRosterFull = errors.New("roster full")
+	// ErrReportCapped means too many reports went between two sessions
+	// within the hour.
+	ErrReportCapped = errors.New("report cap reached")
+	// ErrPingPong means a turn started by a report tried to report back
+	// to the session that sent it.
+	ErrPingPong = errors.New("a turn started by a report cannot report back to its sender")
+	// ErrAlreadyReported means this turn has reported already: one report
+	// per turn, so a turn run again after a crash cannot report twice.
+	ErrAlreadyReported = errors.New("this turn has reported already")
+)
+
+// NoTeamHere is what a person reads who runs a team command where no
+// team is active.
+const NoTeamHere = "There is no active team in this channel. Start one with `/callon goal: …`, then use this command inside its thread."
+
 // Error is an error whose Message is safe to show to people: it never
 // carries internals. Err, when set, is the cause, for logs.
 type Error struct {

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// Config tunes the orchestrator. Zero values take the documented defaults.
-type Config struct {
+// OrchestratorConfig tunes the orchestrator. Zero values take the documented defaults.
+type OrchestratorConfig struct {
 	Owner         string // this process, for master leases
 	Model         string // the master's model
 	MaxRounds     int    // delegation rounds per turn
@@ -44,10 +44,10 @@ type Config struct {
 
 	// Catalog, when set, gives a channel's configured roles: a role that
 	// replan adds under one of those names takes its prompt and model.
-	Catalog func(ctx context.Context, guildID, channelID string) ([]Role, error)
+	Catalog CatalogFunc
 }
 
-func (c Config) withDefaults() Config {
+func (c OrchestratorConfig) withDefaults() OrchestratorConfig {
 	c.MaxRounds = cmp.Or(c.MaxRounds, 3)
 	c.MaxTasks = cmp.Or(c.MaxTasks, 6)
 	c.MaxRoles = cmp.Or(c.MaxRoles, 8)
@@ -64,6 +64,60 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// OrchestratorStore is what the orchestrator needs from Postgres. Every
+// method that changes state is one transaction; the guarded ones return
+// ErrStale when their guard no longer holds.
+type OrchestratorStore interface {
+	Session(ctx context.Context, id int64) (Session, error)
+	Roster(ctx context.Context, sessionID int64) ([]Role, error)
+	// PendingSessions lists active sessions whose oldest open turn needs
+	// the master now (not started, or every task of its round has ended)
+	// and whose master lease is free or held by owner.
+	PendingSessions(ctx context.Context, owner string) ([]int64, error)
+	// AcquireMaster leases the session's master to owner; false when
+	// another owner holds a live lease. Calling it again extends the lease.
+	AcquireMaster(ctx context.Context, sessionID int64, owner string, lease time.Duration) (bool, error)
+	ReleaseMaster(ctx context.Context, sessionID int64, owner string) error
+	// OpenTurn returns the session's oldest queued or running turn,
+	// starting it (queued → running) if needed; ErrNotFound when none.
+	OpenTurn(ctx context.Context, sessionID int64) (Turn, error)
+	TurnTasks(ctx context.Context, turnID int64) ([]Task, error)
+	// History returns up to limit finished turns of the session before
+	// turn beforeID, oldest first, with what the team answered.
+	History(ctx context.Context, sessionID, beforeID int64, limit int) ([]Exchange, error)
+	// Finish ends the guarded turn: it writes the outbox parts and moves
+	// the turn to state (done, or waiting for a question).
+	Finish(ctx context.Context, g Guard, f Finish) error
+	// FailTurn counts a failed decision on the guarded turn (any round)
+	// and puts its next one off by retryIn; it returns the count.
+	FailTurn(ctx context.Context, g Guard, retryIn time.Duration) (int, error)
+	// CountMasterCall counts a master model call on the guarded turn
+	// before it is made; ErrCeiling when max calls were made already.
+	CountMasterCall(ctx context.Context, g Guard, max int) (int, error)
+	// AbandonTurn ends the guarded turn (any round) with text as its
+	// reply unless it has one: the last resort.
+	AbandonTurn(ctx context.Context, g Guard, text string) error
+	// Delegate enqueues a round of tasks and advances the turn's round.
+	Delegate(ctx context.Context, g Guard, tasks []NewTask, usage Usage) ([]int64, error)
+	// ResumeTask answers a need_info task of the guarded turn's round; it
+	// is queued again with the answer.
+	ResumeTask(ctx context.Context, g Guard, taskID int64, answer string, usage Usage) error
+	// Replan replaces the session's roster: roles keep their prompt and
+	// model when their name stays; queued tasks of removed roles are
+	// cancelled. It returns the names removed.
+	Replan(ctx context.Context, g Guard, roster []Role, usage Usage) (removed []string, err error)
+	// ReportBack delivers a report of the guarded turn's session to its
+	// report_to, exactly once (see NewReport).
+	ReportBack(ctx context.Context, g Guard, r NewReport) (Report, error)
+	// DispatchedByTurn returns the session a turn dispatched to a
+	// channel, or ErrNotFound.
+	DispatchedByTurn(ctx context.Context, turnID int64, channelID string) (Session, error)
+	// ActiveSessions counts a guild's active sessions.
+	ActiveSessions(ctx context.Context, guildID string) (int, error)
+	// AddUsage charges tokens to the session.
+	AddUsage(ctx context.Context, sessionID int64, u Usage) error
+}
+
 // DefaultMaxCalls is the default ceiling on the master's model calls for
 // one turn.
 const DefaultMaxCalls = 30
@@ -71,8 +125,8 @@ const DefaultMaxCalls = 30
 // Orchestrator runs the master of every active session: one turn at a
 // time per session, woken by the store, with fan-in decided in code.
 type Orchestrator struct {
-	cfg   Config
-	store Store
+	cfg   OrchestratorConfig
+	store OrchestratorStore
 	llm   LLM
 	log   *slog.Logger
 
@@ -91,7 +145,7 @@ type retryState struct {
 }
 
 // NewOrchestrator returns an orchestrator; Run starts it.
-func NewOrchestrator(cfg Config, store Store, llm LLM, logger *slog.Logger) *Orchestrator {
+func NewOrchestrator(cfg OrchestratorConfig, store OrchestratorStore, llm LLM, logger *slog.Logger) *Orchestrator {
 	return &Orchestrator{
 		cfg:     cfg.withDefaults(),
 		store:   store,
@@ -515,14 +569,10 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err
 // A role it adds under a name the channel configures takes that role's
 // prompt and model.
 func (o *Orchestrator) replan(ctx context.Context, g Guard, s Session, old []Role, d decision, usage Usage) ([]Role, error) {
-	var catalog []Role
-	if o.cfg.Catalog != nil {
-		var err error
-		if catalog, err = o.cfg.Catalog(ctx, s.GuildID, s.ChannelID); err != nil {
-			return nil, fmt.Errorf("channel roles: %w", err)
-		}
+	roster, err := rosterAfter(ctx, o.cfg.Catalog, s, old, d.roles)
+	if err != nil {
+		return nil, err
 	}
-	roster := MergeRoster(old, d.roles, catalog)
 	removed, err := o.store.Replan(ctx, g, roster, usage)
 	if err != nil {
 		return nil, fmt.Errorf("replan: %w", err)

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// DispatcherConfig tunes the outbox dispatcher.
-type DispatcherConfig struct {
+// OutboxConfig tunes the outbox sender.
+type OutboxConfig struct {
 	Owner string
 	Batch int           // messages claimed at once
 	Lease time.Duration // how long a claimed message is ours
@@ -30,18 +30,18 @@ type DispatcherConfig struct {
 	Now         func() time.Time
 }
 
-// Dispatcher delivers the outbox: every message the team posts is a row
+// Outbox delivers the outbox: every message the team posts is a row
 // first, sent with its nonce, and its Discord id recorded after. A
 // failure that may pass is retried for as long as RetryFor; a message
 // that may already be in Discord is never posted twice.
-type Dispatcher struct {
-	cfg   DispatcherConfig
+type Outbox struct {
+	cfg   OutboxConfig
 	store OutboxStore
 	out   Messenger
 	log   *slog.Logger
 }
 
-// OutboxStore is what the dispatcher needs from Postgres.
+// OutboxStore is what the outbox sender needs from Postgres.
 type OutboxStore interface {
 	// ClaimOutbox leases up to n deliverable messages to owner, each
 	// channel's in order.
@@ -55,8 +55,8 @@ type OutboxStore interface {
 	ReleaseOutbox(ctx context.Context, m OutMessage) error
 }
 
-// NewDispatcher returns a dispatcher; Run starts it.
-func NewDispatcher(cfg DispatcherConfig, store OutboxStore, out Messenger, logger *slog.Logger) *Dispatcher {
+// NewOutbox returns the outbox sender; Run starts it.
+func NewOutbox(cfg OutboxConfig, store OutboxStore, out Messenger, logger *slog.Logger) *Outbox {
 	cfg.Batch = cmp.Or(cfg.Batch, 20)
 	cfg.Lease = cmp.Or(cfg.Lease, time.Minute)
 	cfg.Poll = cmp.Or(cfg.Poll, 2*time.Second)
@@ -66,11 +66,11 @@ func NewDispatcher(cfg DispatcherConfig, store OutboxStore, out Messenger, logge
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Dispatcher{cfg: cfg, store: store, out: out, log: logger.With("component", "outbox")}
+	return &Outbox{cfg: cfg, store: store, out: out, log: logger.With("component", "outbox")}
 }
 
 // Run delivers pending messages until ctx ends.
-func (d *Dispatcher) Run(ctx context.Context) error {
+func (d *Outbox) Run(ctx context.Context) error {
 	for {
 		n, err := d.Flush(ctx)
 		if ctx.Err() != nil {
@@ -96,7 +96,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // Flush claims one batch and delivers it: channels in parallel, each
 // channel's messages in order. It returns how many it claimed.
-func (d *Dispatcher) Flush(ctx context.Context) (int, error) {
+func (d *Outbox) Flush(ctx context.Context) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	msgs, err := d.store.ClaimOutbox(cctx, d.cfg.Owner, d.cfg.Batch, d.cfg.Lease)
 	cancel()
@@ -122,7 +122,7 @@ func (d *Dispatcher) Flush(ctx context.Context) (int, error) {
 // deliver sends one channel's messages in order. After a failure, the
 // rest are given back untried (no attempt counted): they wait behind the
 // failed one, so parts never arrive out of order.
-func (d *Dispatcher) deliver(ctx context.Context, msgs []OutMessage) {
+func (d *Outbox) deliver(ctx context.Context, msgs []OutMessage) {
 	for i, m := range msgs {
 		if ctx.Err() != nil || !d.deliverOne(ctx, m) {
 			d.release(ctx, msgs[i+1:])
@@ -136,7 +136,7 @@ func (d *Dispatcher) deliver(ctx context.Context, msgs []OutMessage) {
 
 // deliverOne sends one message and records the outcome; it reports
 // whether the message is out of the way (sent, or given up).
-func (d *Dispatcher) deliverOne(ctx context.Context, m OutMessage) bool {
+func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
 	log := d.log.With("outbox_id", m.ID, "kind", m.Kind, "channel_id", m.ChannelID)
 	id, err := d.send(ctx, m)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -179,7 +179,7 @@ func (d *Dispatcher) deliverOne(ctx context.Context, m OutMessage) bool {
 // send posts m, unless it may have been posted already longer ago than
 // Discord remembers its nonce: then it is looked for in the channel first,
 // and found, it is not posted again.
-func (d *Dispatcher) send(ctx context.Context, m OutMessage) (string, error) {
+func (d *Outbox) send(ctx context.Context, m OutMessage) (string, error) {
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if !m.MaybeSentAt.IsZero() && d.cfg.Now().Sub(m.MaybeSentAt) > d.cfg.NonceWindow {
@@ -196,7 +196,7 @@ func (d *Dispatcher) send(ctx context.Context, m OutMessage) (string, error) {
 }
 
 // release gives claimed messages back untried.
-func (d *Dispatcher) release(ctx context.Context, msgs []OutMessage) {
+func (d *Outbox) release(ctx context.Context, msgs []OutMessage) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	for _, m := range msgs {

@@ -62,7 +62,7 @@ func (f *outboxFake) Edit(context.Context, string, string, string) error { retur
 func (f *outboxFake) Typing(context.Context, string) error               { return nil }
 func (f *outboxFake) Archive(context.Context, string) error              { return nil }
 
-func TestDispatcherDeliver(t *testing.T) {
+func TestOutboxDeliver(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
 	msg := func(id int64, attempts int, age time.Duration) OutMessage {
@@ -137,7 +137,7 @@ func TestDispatcherDeliver(t *testing.T) {
 				claimed = true
 				return tt.msgs
 			}
-			d := NewDispatcher(DispatcherConfig{Owner: "p1", Now: func() time.Time { return now }}, f, f, slog.New(slog.DiscardHandler))
+			d := NewOutbox(OutboxConfig{Owner: "p1", Now: func() time.Time { return now }}, f, f, slog.New(slog.DiscardHandler))
 			if _, err := d.Flush(t.Context()); err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +149,7 @@ func TestDispatcherDeliver(t *testing.T) {
 }
 
 // On shutdown, a message whose send was cut short is given back untried.
-func TestDispatcherShutdownGivesBackUntried(t *testing.T) {
+func TestOutboxShutdownGivesBackUntried(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	f := &outboxFake{}
@@ -160,7 +160,7 @@ func TestDispatcherShutdownGivesBackUntried(t *testing.T) {
 		cancel()
 		return "", context.Canceled
 	}
-	d := NewDispatcher(DispatcherConfig{Owner: "p1"}, f, f, slog.New(slog.DiscardHandler))
+	d := NewOutbox(OutboxConfig{Owner: "p1"}, f, f, slog.New(slog.DiscardHandler))
 	d.Flush(ctx)
 	if got, want := strings.Join(f.log, "; "), "send 1; released 2; released 1"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)

@@ -170,7 +170,3 @@ func formatResults(tasks []Task) string {
 	}
 	return strings.TrimSpace(b.String())
 }
-
-func oneLine(s string, max int) string {
-	return Truncate(strings.Join(strings.Fields(s), " "), max)
-}

@@ -13,19 +13,6 @@ const (
 	ToolDispatch   = "dispatch"    // the deployment enables dispatch
 )
 
-// Refusals of hand-back actions, told to the master as tool results.
-var (
-	// ErrReportCapped means too many reports went between two sessions
-	// within the hour.
-	ErrReportCapped = errors.New("report cap reached")
-	// ErrPingPong means a turn started by a report tried to report back
-	// to the session that sent it.
-	ErrPingPong = errors.New("a turn started by a report cannot report back to its sender")
-	// ErrAlreadyReported means this turn has reported already: one report
-	// per turn, so a turn run again after a crash cannot report twice.
-	ErrAlreadyReported = errors.New("this turn has reported already")
-)
-
 // NewReport is a report about to be delivered.
 type NewReport struct {
 	Summary string
@@ -82,66 +69,63 @@ func ReportTexts(from Session, summary string, final bool) (posted []string, tur
 	return posted, turn
 }
 
-func reportBackTool(to string) Tool {
-	return Tool{
-		Name: ToolReportBack,
-		Description: fmt.Sprintf("Send a report to <#%s>, where this team reports: a self-contained summary of the "+
-			"results the requester needs. It does not end the session or your turn; you may report again later.", to),
-		Parameters: schema(map[string]any{
-			"type":                 "object",
-			"additionalProperties": false,
-			"required":             []string{"summary"},
-			"properties":           map[string]any{"summary": map[string]any{"type": "string"}},
-		}),
-	}
+var reportBackTool = masterTool{
+	name:    ToolReportBack,
+	offered: func(e decisionEnv) bool { return e.reportTo != "" },
+	schema: func(e decisionEnv) Tool {
+		return Tool{
+			Name: ToolReportBack,
+			Description: fmt.Sprintf("Send a report to <#%s>, where this team reports: a self-contained summary of the "+
+				"results the requester needs. It does not end the session or your turn; you may report again later.", e.reportTo),
+			Parameters: schema(object([]string{"summary"}, map[string]any{"summary": map[string]any{"type": "string"}})),
+		}
+	},
+	parse: func(args string, e decisionEnv) (decision, error) {
+		if e.reportTo == "" {
+			return decision{}, fmt.Errorf("this team reports nowhere: report_back is not available")
+		}
+		summary, err := textArg(args, "summary", ToolReportBack)
+		return decision{text: summary}, err
+	},
 }
 
-var dispatchTool = Tool{
-	Name: ToolDispatch,
-	Description: "Start a team in another channel of this server to work on a goal; it reports back to this thread " +
-		"when it has results, and its report comes to you as a new message.",
-	Parameters: schema(map[string]any{
-		"type":                 "object",
-		"additionalProperties": false,
-		"required":             []string{"channel", "goal"},
-		"properties": map[string]any{
-			"channel": map[string]any{"type": "string", "description": "A channel id, a <#id> mention or a #name."},
-			"goal":    map[string]any{"type": "string", "description": "A self-contained goal for that team."},
-		},
-	}),
-}
-
-// parseReportBack and parseDispatch validate hand-back arguments.
-func parseReportBack(args string) (string, error) {
-	var a struct {
-		Summary *string `json:"summary"`
-	}
-	if err := DecodeArgs(args, &a); err != nil {
-		return "", err
-	}
-	if a.Summary == nil || strings.TrimSpace(*a.Summary) == "" {
-		return "", errors.New("report_back needs a non-empty \"summary\"")
-	}
-	return strings.TrimSpace(*a.Summary), nil
-}
-
-func parseDispatch(args string) (channel, goal string, err error) {
-	var a struct {
-		Channel *string `json:"channel"`
-		Goal    *string `json:"goal"`
-	}
-	if err := DecodeArgs(args, &a); err != nil {
-		return "", "", err
-	}
-	if a.Channel == nil || strings.TrimSpace(*a.Channel) == "" {
-		return "", "", errors.New("dispatch needs \"channel\": an id, a <#id> mention or a #name")
-	}
-	if a.Goal == nil {
-		return "", "", errors.New("dispatch needs \"goal\"")
-	}
-	g, err := CheckGoal(*a.Goal)
-	if err != nil {
-		return "", "", err
-	}
-	return strings.TrimSpace(*a.Channel), g, nil
+var dispatchTool = masterTool{
+	name:    ToolDispatch,
+	offered: func(e decisionEnv) bool { return e.dispatch },
+	schema: func(decisionEnv) Tool {
+		return Tool{
+			Name: ToolDispatch,
+			Description: "Start a team in another channel of this server to work on a goal; it reports back to this thread " +
+				"when it has results, and its report comes to you as a new message.",
+			Parameters: schema(object([]string{"channel", "goal"}, map[string]any{
+				"channel": map[string]any{"type": "string", "description": "A channel id, a <#id> mention or a #name."},
+				"goal":    map[string]any{"type": "string", "description": "A self-contained goal for that team."},
+			})),
+		}
+	},
+	parse: func(args string, e decisionEnv) (decision, error) {
+		var d decision
+		if !e.dispatch {
+			return d, fmt.Errorf("dispatch is not available to this team")
+		}
+		var a struct {
+			Channel *string `json:"channel"`
+			Goal    *string `json:"goal"`
+		}
+		if err := DecodeArgs(args, &a); err != nil {
+			return d, err
+		}
+		if a.Channel == nil || strings.TrimSpace(*a.Channel) == "" {
+			return d, errors.New("dispatch needs \"channel\": an id, a <#id> mention or a #name")
+		}
+		if a.Goal == nil {
+			return d, errors.New("dispatch needs \"goal\"")
+		}
+		g, err := CheckGoal(*a.Goal)
+		if err != nil {
+			return d, err
+		}
+		d.channel, d.goal = strings.TrimSpace(*a.Channel), g
+		return d, nil
+	},
 }

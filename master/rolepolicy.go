@@ -1,7 +1,6 @@
 package master
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,14 +21,10 @@ const (
 	MaxRoleTimeout = 24 * time.Hour
 )
 
-// RoleError is a problem with roles that the person who caused it can
-// fix; its message is written for them.
-type RoleError struct{ Problem string }
-
-func (e *RoleError) Error() string { return e.Problem }
-
+// roleErrorf is a problem with roles that the person who caused it can
+// fix: an *Error with code EInvalid, its message a lowercase fragment.
 func roleErrorf(format string, args ...any) error {
-	return &RoleError{Problem: fmt.Sprintf(format, args...)}
+	return Errorf(EInvalid, format, args...)
 }
 
 // RolePolicy is the operator's limits on the roles admins and the roles
@@ -138,7 +133,3 @@ func normalizeRole(r Role) Role {
 	r.Model = strings.TrimSpace(r.Model)
 	return r
 }
-
-// ErrRosterFull means a scope already holds as many roles as a team may
-// have.
-var ErrRosterFull = errors.New("roster full")

@@ -2,7 +2,6 @@ package master_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -50,9 +49,8 @@ func TestCheckRole(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
 		case err != nil:
-			var re *master.RoleError
-			if !errors.As(err, &re) {
-				t.Errorf("%s: got %T, want a *master.RoleError", tc.name, err)
+			if master.ErrorCode(err) != master.EInvalid {
+				t.Errorf("%s: got %v, want an *master.Error with code %q", tc.name, err, master.EInvalid)
 			}
 		}
 	}
@@ -110,13 +108,12 @@ func TestSetRoleNormalizesValidatesAndCaps(t *testing.T) {
 	}
 	st.full = true
 	_, err = r.SetRole(t.Context(), scope, master.Role{Name: "y", Description: "d", Prompt: "p"}, "u1")
-	var re *master.RoleError
-	if !errors.As(err, &re) || !strings.Contains(err.Error(), "already has 3 roles") {
-		t.Errorf("full roster: got %v, want a RoleError saying it already has 3 roles", err)
+	if master.ErrorCode(err) != master.EInvalid || !strings.Contains(err.Error(), "already has 3 roles") {
+		t.Errorf("full roster: got %v, want an invalid-input error saying it already has 3 roles", err)
 	}
 	err = r.RemoveRole(t.Context(), scope, "ghost", "u1")
-	if !errors.As(err, &re) || !strings.Contains(err.Error(), `no role "ghost"`) {
-		t.Errorf("remove unknown: got %v, want a RoleError naming the role", err)
+	if master.ErrorCode(err) != master.EInvalid || !strings.Contains(err.Error(), `no role "ghost"`) {
+		t.Errorf("remove unknown: got %v, want an invalid-input error naming the role", err)
 	}
 }
 
@@ -131,9 +128,8 @@ func TestParseAndPickRoles(t *testing.T) {
 		t.Errorf("PickRoles: got %v, %v; want researcher and writer in roster order", master.RoleNames(picked), err)
 	}
 	_, err = master.PickRoles(roster, []string{"writer", "chef", "poet"})
-	var re *master.RoleError
-	if !errors.As(err, &re) || !strings.Contains(err.Error(), "no roles `chef`, `poet`") || !strings.Contains(err.Error(), "available: `researcher`, `planner`") {
-		t.Errorf("unknown names: got %v, want a RoleError naming them and listing the available ones", err)
+	if master.ErrorCode(err) != master.EInvalid || !strings.Contains(err.Error(), "no roles `chef`, `poet`") || !strings.Contains(err.Error(), "available: `researcher`, `planner`") {
+		t.Errorf("unknown names: got %v, want an invalid-input error naming them and listing the available ones", err)
 	}
 }
 

@@ -14,15 +14,35 @@ import (
 // MaxGoalLen bounds a session's goal.
 const MaxGoalLen = 1000
 
+// SessionStore is what the session service needs from Postgres.
+type SessionStore interface {
+	// StartSession creates the session with its roster and kickoff message
+	// in one transaction, and with brief, when not empty, a first turn
+	// that sets the team to work at once (a dispatched team). It returns
+	// ErrSessionActive when the thread has a session already.
+	StartSession(ctx context.Context, s Session, roster []Role, kickoff, brief string) (Session, error)
+	// ActiveSession returns the active session of a thread, or ErrNotFound.
+	ActiveSession(ctx context.Context, threadID string) (Session, error)
+	// CatchUpPoints lists every active session with where its thread's
+	// catch-up starts.
+	CatchUpPoints(ctx context.Context) ([]CatchUpPoint, error)
+	// Notice queues a message in an active session's thread.
+	Notice(ctx context.Context, sessionID int64, text string) error
+	// RecordTurn stores a user message as a queued turn, idempotently on
+	// its message id: created is false when the message was seen before.
+	// A turn of the session that waited for the user's answer is closed.
+	RecordTurn(ctx context.Context, t Turn) (turn Turn, created bool, err error)
+}
+
 // Service is the entry point the bot calls with what people do in Discord.
 type Service struct {
-	store  Store
+	store  SessionStore
 	roster func(ctx context.Context, guildID, channelID string) ([]Role, error)
 }
 
 // NewService returns the service. roster resolves the roles available in a
 // channel; nil means the built-in defaults.
-func NewService(store Store, roster func(ctx context.Context, guildID, channelID string) ([]Role, error)) *Service {
+func NewService(store SessionStore, roster func(ctx context.Context, guildID, channelID string) ([]Role, error)) *Service {
 	if roster == nil {
 		roster = func(context.Context, string, string) ([]Role, error) { return DefaultRoles(), nil }
 	}
@@ -35,9 +55,9 @@ func CheckGoal(goal string) (string, error) {
 	goal = strings.TrimSpace(goal)
 	switch {
 	case goal == "":
-		return "", errors.New("Please give the team a goal, for example `/callon goal: plan our product launch`.")
+		return "", Errorf(EInvalid, "Please give the team a goal, for example `/callon goal: plan our product launch`.")
 	case utf8.RuneCountInString(goal) > MaxGoalLen:
-		return "", fmt.Errorf("That goal is %d characters long; please keep it under %d and put details in the thread afterwards.", utf8.RuneCountInString(goal), MaxGoalLen)
+		return "", Errorf(EInvalid, "That goal is %d characters long; please keep it under %d and put details in the thread afterwards.", utf8.RuneCountInString(goal), MaxGoalLen)
 	}
 	return goal, nil
 }
@@ -83,6 +103,10 @@ func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Ro
 		OwnerID: n.OwnerID, Goal: goal, State: SessionActive, ReportTo: n.ReportTo,
 		DispatchedBy: n.DispatchedBy, DispatchedTurn: n.DispatchedTurn, DispatchDepth: n.DispatchDepth,
 	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0), n.Brief)
+	if errors.Is(err, ErrSessionActive) {
+		return Session{}, nil, &Error{Code: EConflict, Err: err,
+			Message: "This thread already has an active team: talk to it here, or end it with `/dissolve` first."}
+	}
 	if err != nil {
 		return Session{}, nil, err
 	}

@@ -23,13 +23,24 @@ type PresenterConfig struct {
 // never be delivered before it settles anyway.
 const settleAnyway = 10 * time.Minute
 
+// StatusStore is what the status presenter needs from Postgres.
+type StatusStore interface {
+	// ActiveTurns lists running turns with their tasks, and ended turns
+	// whose status message is not settled yet, for status messages.
+	ActiveTurns(ctx context.Context) ([]TurnStatus, error)
+	// SetStatusMessage records the turn's status message.
+	SetStatusMessage(ctx context.Context, turnID int64, messageID string) error
+	// SettleStatus records that the turn's status message shows its end.
+	SettleStatus(ctx context.Context, turnID int64) error
+}
+
 // Presenter shows the team at work: the typing indicator while a turn
 // runs, and one status message per turn listing its subtasks by role,
 // state, progress and elapsed time (never their results), settled when the
 // reply is sent.
 type Presenter struct {
 	cfg   PresenterConfig
-	store Store
+	store StatusStore
 	out   Messenger
 	log   *slog.Logger
 
@@ -43,7 +54,7 @@ type shown struct {
 }
 
 // NewPresenter returns a presenter; Run starts it.
-func NewPresenter(cfg PresenterConfig, store Store, out Messenger, logger *slog.Logger) *Presenter {
+func NewPresenter(cfg PresenterConfig, store StatusStore, out Messenger, logger *slog.Logger) *Presenter {
 	cfg.Tick = cmp.Or(cfg.Tick, time.Second)
 	cfg.MinEdit = cmp.Or(cfg.MinEdit, 2*time.Second)
 	cfg.TypingEvery = cmp.Or(cfg.TypingEvery, 8*time.Second)
@@ -217,24 +228,4 @@ func stateLabel(s TaskState) string {
 	default:
 		return string(s)
 	}
-}
-
-// Elapsed renders a duration for people: "12 s", "3 m 05 s", "1 h 02 m".
-func Elapsed(d time.Duration) string {
-	s := int(max(d, 0).Round(time.Second) / time.Second)
-	switch {
-	case s < 60:
-		return fmt.Sprintf("%d s", s)
-	case s < 3600:
-		return fmt.Sprintf("%d m %02d s", s/60, s%60)
-	default:
-		return fmt.Sprintf("%d h %02d m", s/3600, s%3600/60)
-	}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -43,106 +43,6 @@ func (e decisionEnv) waiting() []int {
 	return idx
 }
 
-// masterTools returns the tools the master may call this step. When
-// mustReply is set (the round limit or the token budget is reached), reply
-// is the only one.
-func masterTools(e decisionEnv) []Tool {
-	roster, maxTasks, maxRoles, mustReply := e.roster, e.maxTasks, e.maxRoles, e.mustReply
-	reply := Tool{
-		Name:        ToolReply,
-		Description: "Answer the user in the thread. This ends your turn. Merge every worker result you use into one coherent answer.",
-		Parameters: schema(map[string]any{
-			"type":                 "object",
-			"additionalProperties": false,
-			"required":             []string{"text"},
-			"properties": map[string]any{
-				"text": map[string]any{"type": "string", "description": "The message to post, in Discord Markdown."},
-			},
-		}),
-	}
-	if mustReply {
-		return []Tool{reply}
-	}
-	tools := []Tool{
-		reply,
-		{
-			Name: ToolDelegate,
-			Description: "Give subtasks to team members. Tasks without depends_on run in parallel; a task with depends_on " +
-				"starts after those tasks are done and receives their results. You are called again with every result.",
-			Parameters: schema(map[string]any{
-				"type":                 "object",
-				"additionalProperties": false,
-				"required":             []string{"tasks"},
-				"properties": map[string]any{
-					"tasks": map[string]any{
-						"type":     "array",
-						"minItems": 1,
-						"maxItems": maxTasks,
-						"items": map[string]any{
-							"type":                 "object",
-							"additionalProperties": false,
-							"required":             []string{"role", "instruction"},
-							"properties": map[string]any{
-								"role":        map[string]any{"type": "string", "enum": RoleNames(roster)},
-								"instruction": map[string]any{"type": "string", "description": "A self-contained instruction: the worker sees the goal, this and its dependencies' results, nothing else."},
-								"depends_on": map[string]any{
-									"type":        "array",
-									"items":       map[string]any{"type": "integer", "minimum": 0},
-									"description": "Indexes (0-based) of earlier tasks in this list whose results this task needs.",
-								},
-							},
-						},
-					},
-				},
-			}),
-		},
-		{
-			Name:        ToolAskUser,
-			Description: "Ask the user a question you need answered before going on. Their next message continues the work.",
-			Parameters: schema(map[string]any{
-				"type":                 "object",
-				"additionalProperties": false,
-				"required":             []string{"question"},
-				"properties": map[string]any{
-					"question": map[string]any{"type": "string"},
-				},
-			}),
-		},
-		replanTool(maxRoles),
-	}
-	if e.reportTo != "" {
-		tools = append(tools, reportBackTool(e.reportTo))
-	}
-	if e.dispatch {
-		tools = append(tools, dispatchTool)
-	}
-	if waiting := e.waiting(); len(waiting) > 0 {
-		tools = append(tools, Tool{
-			Name: ToolAnswerWorker,
-			Description: "Answer a team member who asked a question (need_info) from what you know; its task resumes " +
-				"with your answer. If only the user knows, use ask_user instead: their reply goes to the member.",
-			Parameters: schema(map[string]any{
-				"type":                 "object",
-				"additionalProperties": false,
-				"required":             []string{"task", "answer"},
-				"properties": map[string]any{
-					"task":   map[string]any{"type": "integer", "enum": waiting, "description": "The [number] of the task in the round's results."},
-					"answer": map[string]any{"type": "string"},
-				},
-			}),
-		})
-	}
-	return tools
-}
-
-func schema(v map[string]any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("master tool schema: %v", err)) // static data; cannot happen
-	}
-	return b
-}
-
 // decision is a validated master tool call.
 type decision struct {
 	tool     string
@@ -157,38 +57,164 @@ type decision struct {
 	goal     string // dispatch
 }
 
+// masterTool is one tool of the master: when it is offered, the schema
+// the model sees, and how its arguments become a decision. Each tool's
+// schema and parser sit side by side, in this file or beside the feature
+// it belongs to (hand-back).
+type masterTool struct {
+	name    string
+	offered func(e decisionEnv) bool // nil: always
+	schema  func(e decisionEnv) Tool
+	// parse validates the arguments; its errors are written for the
+	// model, which sees them once, for a retry.
+	parse func(args string, e decisionEnv) (decision, error)
+}
+
+// masterToolset is every master tool, in the order they are offered.
+var masterToolset = []masterTool{replyTool, delegateTool, askUserTool, replanMasterTool, reportBackTool, dispatchTool, answerWorkerTool}
+
+// masterTools returns the tools the master may call this step. When
+// mustReply is set (the round limit or the token budget is reached), reply
+// is the only one.
+func masterTools(e decisionEnv) []Tool {
+	var tools []Tool
+	for _, t := range masterToolset {
+		if (e.mustReply && t.name != ToolReply) || (t.offered != nil && !t.offered(e)) {
+			continue
+		}
+		tools = append(tools, t.schema(e))
+	}
+	return tools
+}
+
 // parseDecision validates one tool call against the team and the limits.
 // Its error is written for the model: it is sent back for one retry.
 func parseDecision(call ToolCall, e decisionEnv) (decision, error) {
-	roster, maxTasks, maxRoles, mustReply := e.roster, e.maxTasks, e.maxRoles, e.mustReply
-	d := decision{tool: call.Name, callID: call.ID, rawInput: call.Arguments}
-	if mustReply && call.Name != ToolReply {
-		return d, fmt.Errorf("only %s is available now: reply with what you have", ToolReply)
+	if e.mustReply && call.Name != ToolReply {
+		return decision{tool: call.Name}, fmt.Errorf("only %s is available now: reply with what you have", ToolReply)
 	}
-	switch call.Name {
-	case ToolReply:
-		var a struct {
-			Text *string `json:"text"`
+	i := slices.IndexFunc(masterToolset, func(t masterTool) bool { return t.name == call.Name })
+	if i < 0 {
+		var names []string
+		for _, t := range masterTools(e) {
+			names = append(names, t.Name)
 		}
-		if err := DecodeArgs(call.Arguments, &a); err != nil {
-			return d, err
+		return decision{tool: call.Name}, fmt.Errorf("there is no tool %q; use one of: %s", call.Name, strings.Join(names, ", "))
+	}
+	d, err := masterToolset[i].parse(call.Arguments, e)
+	d.tool, d.callID, d.rawInput = call.Name, call.ID, call.Arguments
+	return d, err
+}
+
+// DecodeArgs decodes a tool call's arguments strictly: unknown fields are
+// refused, so a model learns the shape instead of having its intent
+// silently dropped. Its errors are written for the model.
+func DecodeArgs(args string, v any) error {
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	dec := json.NewDecoder(strings.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("arguments are not valid JSON for this tool: %v", err)
+	}
+	if rest := strings.TrimSpace(args[dec.InputOffset():]); rest != "" {
+		return fmt.Errorf("arguments have text after the JSON object: %q", Truncate(rest, 40))
+	}
+	return nil
+}
+
+// schema encodes a tool's JSON schema, which is static data.
+func schema(v map[string]any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("master tool schema: %v", err)) // static data; cannot happen
+	}
+	return b
+}
+
+// object is the JSON schema of an object with exactly these properties.
+func object(required []string, props map[string]any) map[string]any {
+	return map[string]any{"type": "object", "additionalProperties": false, "required": required, "properties": props}
+}
+
+// text decodes one required, non-empty string argument.
+func textArg(args, field, tool string) (string, error) {
+	var a map[string]*string
+	if err := DecodeArgs(args, &a); err != nil {
+		return "", err
+	}
+	for k := range a {
+		if k != field {
+			return "", fmt.Errorf("arguments are not valid JSON for this tool: json: unknown field %q", k)
 		}
-		if a.Text == nil || strings.TrimSpace(*a.Text) == "" {
-			return d, fmt.Errorf("reply needs a non-empty \"text\"")
+	}
+	v := a[field]
+	if v == nil || strings.TrimSpace(*v) == "" {
+		return "", fmt.Errorf("%s needs a non-empty %q", tool, field)
+	}
+	return strings.TrimSpace(*v), nil
+}
+
+var replyTool = masterTool{
+	name: ToolReply,
+	schema: func(decisionEnv) Tool {
+		return Tool{
+			Name:        ToolReply,
+			Description: "Answer the user in the thread. This ends your turn. Merge every worker result you use into one coherent answer.",
+			Parameters: schema(object([]string{"text"}, map[string]any{
+				"text": map[string]any{"type": "string", "description": "The message to post, in Discord Markdown."},
+			})),
 		}
-		d.text = strings.TrimSpace(*a.Text)
-	case ToolAskUser:
-		var a struct {
-			Question *string `json:"question"`
+	},
+	parse: func(args string, _ decisionEnv) (decision, error) {
+		text, err := textArg(args, "text", ToolReply)
+		return decision{text: text}, err
+	},
+}
+
+var askUserTool = masterTool{
+	name: ToolAskUser,
+	schema: func(decisionEnv) Tool {
+		return Tool{
+			Name:        ToolAskUser,
+			Description: "Ask the user a question you need answered before going on. Their next message continues the work.",
+			Parameters:  schema(object([]string{"question"}, map[string]any{"question": map[string]any{"type": "string"}})),
 		}
-		if err := DecodeArgs(call.Arguments, &a); err != nil {
-			return d, err
+	},
+	parse: func(args string, _ decisionEnv) (decision, error) {
+		q, err := textArg(args, "question", ToolAskUser)
+		return decision{text: q}, err
+	},
+}
+
+var delegateTool = masterTool{
+	name: ToolDelegate,
+	schema: func(e decisionEnv) Tool {
+		return Tool{
+			Name: ToolDelegate,
+			Description: "Give subtasks to team members. Tasks without depends_on run in parallel; a task with depends_on " +
+				"starts after those tasks are done and receives their results. You are called again with every result.",
+			Parameters: schema(object([]string{"tasks"}, map[string]any{
+				"tasks": map[string]any{
+					"type":     "array",
+					"minItems": 1,
+					"maxItems": e.maxTasks,
+					"items": object([]string{"role", "instruction"}, map[string]any{
+						"role":        map[string]any{"type": "string", "enum": RoleNames(e.roster)},
+						"instruction": map[string]any{"type": "string", "description": "A self-contained instruction: the worker sees the goal, this and its dependencies' results, nothing else."},
+						"depends_on": map[string]any{
+							"type":        "array",
+							"items":       map[string]any{"type": "integer", "minimum": 0},
+							"description": "Indexes (0-based) of earlier tasks in this list whose results this task needs.",
+						},
+					}),
+				},
+			})),
 		}
-		if a.Question == nil || strings.TrimSpace(*a.Question) == "" {
-			return d, fmt.Errorf("ask_user needs a non-empty \"question\"")
-		}
-		d.text = strings.TrimSpace(*a.Question)
-	case ToolDelegate:
+	},
+	parse: func(args string, e decisionEnv) (decision, error) {
+		var d decision
 		var a struct {
 			Tasks []struct {
 				Role        string `json:"role"`
@@ -196,16 +222,16 @@ func parseDecision(call ToolCall, e decisionEnv) (decision, error) {
 				DependsOn   []int  `json:"depends_on"`
 			} `json:"tasks"`
 		}
-		if err := DecodeArgs(call.Arguments, &a); err != nil {
+		if err := DecodeArgs(args, &a); err != nil {
 			return d, err
 		}
 		if len(a.Tasks) == 0 {
 			return d, fmt.Errorf("delegate needs at least one task")
 		}
-		if len(a.Tasks) > maxTasks {
-			return d, fmt.Errorf("delegate takes at most %d tasks per round, got %d", maxTasks, len(a.Tasks))
+		if len(a.Tasks) > e.maxTasks {
+			return d, fmt.Errorf("delegate takes at most %d tasks per round, got %d", e.maxTasks, len(a.Tasks))
 		}
-		names := RoleNames(roster)
+		names := RoleNames(e.roster)
 		for i, t := range a.Tasks {
 			if !slices.Contains(names, t.Role) {
 				return d, fmt.Errorf("tasks[%d].role %q is not on the team; use one of: %s", i, t.Role, strings.Join(names, ", "))
@@ -227,46 +253,31 @@ func parseDecision(call ToolCall, e decisionEnv) (decision, error) {
 			}
 			d.tasks = append(d.tasks, NewTask{Role: t.Role, Instruction: instr, DependsOn: deps})
 		}
-	case ToolReplan:
-		var a struct {
-			Roles []struct {
-				Name        string `json:"name"`
-				Description string `json:"description"`
-			} `json:"roles"`
-			Reason string `json:"reason"`
+		return d, nil
+	},
+}
+
+var answerWorkerTool = masterTool{
+	name:    ToolAnswerWorker,
+	offered: func(e decisionEnv) bool { return len(e.waiting()) > 0 },
+	schema: func(e decisionEnv) Tool {
+		return Tool{
+			Name: ToolAnswerWorker,
+			Description: "Answer a team member who asked a question (need_info) from what you know; its task resumes " +
+				"with your answer. If only the user knows, use ask_user instead: their reply goes to the member.",
+			Parameters: schema(object([]string{"task", "answer"}, map[string]any{
+				"task":   map[string]any{"type": "integer", "enum": e.waiting(), "description": "The [number] of the task in the round's results."},
+				"answer": map[string]any{"type": "string"},
+			})),
 		}
-		if err := DecodeArgs(call.Arguments, &a); err != nil {
-			return d, err
-		}
-		for _, r := range a.Roles {
-			d.roles = append(d.roles, Role{Name: strings.TrimSpace(r.Name), Description: strings.TrimSpace(r.Description)})
-		}
-		if err := CheckRoster(d.roles, maxRoles); err != nil {
-			return d, err
-		}
-		d.reason = strings.TrimSpace(a.Reason)
-	case ToolReportBack:
-		if e.reportTo == "" {
-			return d, fmt.Errorf("this team reports nowhere: report_back is not available")
-		}
-		var err error
-		if d.text, err = parseReportBack(call.Arguments); err != nil {
-			return d, err
-		}
-	case ToolDispatch:
-		if !e.dispatch {
-			return d, fmt.Errorf("dispatch is not available to this team")
-		}
-		var err error
-		if d.channel, d.goal, err = parseDispatch(call.Arguments); err != nil {
-			return d, err
-		}
-	case ToolAnswerWorker:
+	},
+	parse: func(args string, e decisionEnv) (decision, error) {
+		var d decision
 		var a struct {
 			Task   *int    `json:"task"`
 			Answer *string `json:"answer"`
 		}
-		if err := DecodeArgs(call.Arguments, &a); err != nil {
+		if err := DecodeArgs(args, &a); err != nil {
 			return d, err
 		}
 		waiting := e.waiting()
@@ -277,39 +288,6 @@ func parseDecision(call ToolCall, e decisionEnv) (decision, error) {
 			return d, fmt.Errorf("answer_worker needs a non-empty \"answer\"")
 		}
 		d.task, d.text = e.round[*a.Task].ID, strings.TrimSpace(*a.Answer)
-	default:
-		return d, fmt.Errorf("there is no tool %q; use one of: reply, delegate, ask_user, replan", call.Name)
-	}
-	return d, nil
-}
-
-// replanTool is the replan tool: the roles listed become the roster.
-func replanTool(maxRoles int) Tool {
-	return Tool{
-		Name: ToolReplan,
-		Description: "Change the team: the roles listed become the whole roster (existing names keep their prompt). " +
-			"Your turn continues afterwards.",
-		Parameters: schema(map[string]any{
-			"type":                 "object",
-			"additionalProperties": false,
-			"required":             []string{"roles", "reason"},
-			"properties": map[string]any{
-				"roles": map[string]any{
-					"type":     "array",
-					"minItems": 1,
-					"maxItems": maxRoles,
-					"items": map[string]any{
-						"type":                 "object",
-						"additionalProperties": false,
-						"required":             []string{"name", "description"},
-						"properties": map[string]any{
-							"name":        map[string]any{"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,31}$"},
-							"description": map[string]any{"type": "string"},
-						},
-					},
-				},
-				"reason": map[string]any{"type": "string"},
-			},
-		}),
-	}
+		return d, nil
+	},
 }

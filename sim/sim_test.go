@@ -73,7 +73,7 @@ type sequence struct {
 	pool    *pgxpool.Pool
 	svc     *master.Service
 	orch    *master.Orchestrator
-	disp    *master.Dispatcher
+	disp    *master.Outbox
 	model   *model
 	out     *messenger
 	session master.Session
@@ -118,14 +118,14 @@ func newSequence(t *testing.T, seed uint64) *sequence {
 	}
 	s.session = sess
 	s.restart()
-	s.disp = master.NewDispatcher(master.DispatcherConfig{Owner: "sender"}, st, s.out, slog.New(slog.DiscardHandler)) // its faults are injected
+	s.disp = master.NewOutbox(master.OutboxConfig{Owner: "sender"}, st, s.out, slog.New(slog.DiscardHandler)) // its faults are injected
 	return s
 }
 
 // restart replaces the orchestrator: a new process (crash) or the same
 // one after its rests are over.
 func (s *sequence) restart() {
-	s.orch = master.NewOrchestrator(master.Config{
+	s.orch = master.NewOrchestrator(master.OrchestratorConfig{
 		Owner: fmt.Sprint("p", s.owner), Model: "m", MaxRounds: maxRounds, Retries: maxRetries,
 		RetryDelay: time.Millisecond, MaxCalls: maxCalls, Lease: time.Minute,
 	}, s.st, s.model, s.log)

@@ -104,7 +104,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		if err != nil {
 			return err
 		}
-		orch := master.NewOrchestrator(master.Config{
+		orch := master.NewOrchestrator(master.OrchestratorConfig{
 			Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks,
 			MaxRoles: lim.MaxWorkers, History: lim.History, SessionTokens: lim.SessionTokens,
 			Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
@@ -114,7 +114,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Channels: b.Channels(), Service: svc,
 		}, st, model, log)
 		out := b.Messenger()
-		disp := master.NewDispatcher(master.DispatcherConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake()}, st, out, log)
+		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake()}, st, out, log)
 		pres := master.NewPresenter(master.PresenterConfig{}, st, out, log)
 		g.Go(func() error { return b.Run(ctx) })
 		g.Go(func() error { return orch.Run(ctx) })
