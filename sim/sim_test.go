@@ -80,13 +80,13 @@ type sequence struct {
 	log     *slog.Logger
 	errs    *failures
 
-	owner     int // the orchestrator's incarnation
+	owner int // the orchestrator's incarnation
 	// inquisitive sequences (a third) have workers that mostly need
 	// information and a master that mostly asks the user.
 	inquisitive bool
 	// crashy sequences (another third) crash in the middle of most model
 	// calls: a crash loop, which only the ceiling on calls ends.
-	crashy bool
+	crashy    bool
 	crashes   bool
 	crashStep context.CancelFunc
 	texts     int
