@@ -51,7 +51,7 @@ func (b *Bot) handleCallon(i *discordgo.InteractionCreate) {
 // to tell the caller.
 func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goal string) string {
 	log := b.log.With("command", "callon", "guild_id", i.GuildID, "channel_id", i.ChannelID)
-	ch, err := b.channel(ctx, i.ChannelID)
+	ch, err := b.Channels().channel(ctx, i.ChannelID)
 	if err != nil {
 		log.Error("look up channel", "err", err)
 		return "Sorry, I could not look up this channel. Please try again."
@@ -77,11 +77,7 @@ func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goa
 		return msg
 	}
 	if threadID == "" {
-		th, err := b.s.ThreadStartComplex(parentID, &discordgo.ThreadStart{
-			Name:                threadName(goal),
-			AutoArchiveDuration: 1440,
-			Type:                discordgo.ChannelTypeGuildPublicThread, // omitted, Discord makes it private
-		}, discordgo.WithContext(ctx))
+		th, err := b.Channels().StartThread(ctx, parentID, threadName(goal))
 		if err != nil {
 			log.Warn("start thread", "err", err)
 			if code := discordCode(err); code == codeMissingPerms || code == codeMissingAccess {
@@ -89,7 +85,7 @@ func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goa
 			}
 			return "Sorry, Discord would not let me open a thread just now. Please try again."
 		}
-		threadID = th.ID
+		threadID = th
 	}
 	sess, roster, err := b.svc.StartSession(ctx, master.NewSession{
 		GuildID: i.GuildID, ChannelID: parentID, ThreadID: threadID, OwnerID: i.Member.User.ID, Goal: goal, Roles: names, ReportTo: report,
@@ -98,26 +94,11 @@ func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goa
 		return b.errorText(i, err)
 	}
 	log.Info("session started", "session_id", sess.ID, "thread_id", threadID, "roles", len(roster))
-	return fmt.Sprintf("Your team (%s) is ready in <#%s>: %s", strings.Join(master.RoleNames(roster), ", "), threadID, JumpURL(i.GuildID, threadID))
-}
-
-// channel reads a channel from the gateway state, or from REST.
-func (b *Bot) channel(ctx context.Context, id string) (*discordgo.Channel, error) {
-	if b.s.State != nil {
-		if ch, err := b.s.State.Channel(id); err == nil {
-			return ch, nil
-		}
-	}
-	return b.s.Channel(id, discordgo.WithContext(ctx))
+	return fmt.Sprintf("Your team (%s) is ready in <#%s>: %s", strings.Join(master.RoleNames(roster), ", "), threadID, master.JumpURL(i.GuildID, threadID))
 }
 
 // threadName makes a thread name (at most 100 characters) from a goal.
 func threadName(goal string) string {
 	name := strings.Join(strings.Fields(goal), " ")
 	return master.Truncate(name, 100)
-}
-
-// JumpURL links to a channel or thread.
-func JumpURL(guildID, channelID string) string {
-	return "https://discord.com/channels/" + guildID + "/" + channelID
 }

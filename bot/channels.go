@@ -53,6 +53,7 @@ func (c *Channels) Resolve(ctx context.Context, guildID, ref string) (master.Cha
 	return master.Channel{}, master.ErrNotFound
 }
 
+// channel reads a channel from the gateway state, or from REST.
 func (c *Channels) channel(ctx context.Context, id string) (*discordgo.Channel, error) {
 	if c.s.State != nil {
 		if ch, err := c.s.State.Channel(id); err == nil {

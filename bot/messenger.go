@@ -51,7 +51,7 @@ func (m *Messenger) Send(ctx context.Context, msg master.OutMessage) (string, er
 		Content:         msg.Content,
 		Nonce:           msg.Nonce,
 		EnforceNonce:    msg.Nonce != "",
-		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},
+		AllowedMentions: noMentions(),
 	}
 	if msg.ReplyTo != "" {
 		no := false
@@ -142,7 +142,7 @@ func (m *Messenger) Edit(ctx context.Context, channelID, messageID, content stri
 		ID:              messageID,
 		Channel:         channelID,
 		Content:         &content,
-		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},
+		AllowedMentions: noMentions(),
 	}, discordgo.WithContext(ctx))
 	if err != nil {
 		return classify(fmt.Errorf("edit message %s: %w", messageID, err))

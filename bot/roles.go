@@ -221,7 +221,7 @@ func (b *Bot) rosterChannel(ctx context.Context, i *discordgo.InteractionCreate,
 			return ch.ParentID, nil
 		}
 	}
-	ch, err := b.channel(ctx, id)
+	ch, err := b.Channels().channel(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("look up channel %s: %w", id, err)
 	}

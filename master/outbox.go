@@ -71,27 +71,8 @@ func NewOutbox(cfg OutboxConfig, store OutboxStore, out Messenger, logger *slog.
 
 // Run delivers pending messages until ctx ends.
 func (d *Outbox) Run(ctx context.Context) error {
-	for {
-		n, err := d.Flush(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			d.log.Warn("claim outbox", "err", err)
-		}
-		if n == d.cfg.Batch {
-			continue // there may be more
-		}
-		poll := time.NewTimer(Jitter(d.cfg.Poll))
-		select {
-		case <-ctx.Done():
-			poll.Stop()
-			return nil
-		case <-d.cfg.Wake:
-		case <-poll.C:
-		}
-		poll.Stop()
-	}
+	drain(ctx, d.Flush, d.cfg.Batch, d.cfg.Poll, d.cfg.Wake, d.log, "claim outbox")
+	return nil
 }
 
 // Flush claims one batch and delivers it: channels in parallel, each

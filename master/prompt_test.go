@@ -1,34 +1,13 @@
 package master
 
 import (
-	"flag"
+	"github.com/callonbot/callon/internal/golden"
+
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test -update to create it): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file; got:\n%s", name, got)
-	}
-}
 
 func renderMessages(msgs []Message) string {
 	var b strings.Builder
@@ -71,7 +50,7 @@ func TestMasterPromptGolden(t *testing.T) {
 		maxRounds: 2,
 		mustReply: "You have used all 2 rounds of delegation for this message.",
 	}
-	golden(t, "master_prompt.golden", renderMessages(masterMessages(tc)))
+	golden.Check(t, "master_prompt.golden", renderMessages(masterMessages(tc)))
 }
 
 func TestStatusGolden(t *testing.T) {
@@ -92,5 +71,5 @@ func TestStatusGolden(t *testing.T) {
 		t.Errorf("status shows a worker's result:\n%s", got)
 	}
 	ts.Turn.State, ts.RepliedAt = TurnDone, start.Add(75*time.Second)
-	golden(t, "status.golden", got+"\n---\n"+SettledStatus(ts)+"\n")
+	golden.Check(t, "status.golden", got+"\n---\n"+SettledStatus(ts)+"\n")
 }

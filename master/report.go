@@ -54,7 +54,7 @@ type Channels interface {
 // (a heading naming the goal and linking the thread, then the summary),
 // and as the content of a turn injected into the receiving team.
 func ReportTexts(from Session, summary string, final bool) (posted []string, turn string) {
-	jump := "https://discord.com/channels/" + from.GuildID + "/" + from.ThreadID
+	jump := JumpURL(from.GuildID, from.ThreadID)
 	kind := "Report"
 	if final {
 		kind = "Final report"

@@ -1,6 +1,8 @@
 package master
 
 import (
+	"github.com/callonbot/callon/internal/golden"
+
 	"encoding/json"
 	"strings"
 	"testing"
@@ -59,7 +61,7 @@ func TestTeamEmbedGolden(t *testing.T) {
 	if strings.Contains(string(b), "SECRET") {
 		t.Error("/team shows a worker's result")
 	}
-	golden(t, "team_embed.golden", string(b)+"\n")
+	golden.Check(t, "team_embed.golden", string(b)+"\n")
 }
 
 func TestEmbedFitsDiscordLimits(t *testing.T) {

@@ -108,27 +108,8 @@ func NewWebhookSender(cfg WebhookSenderConfig, store WebhookStore, post Poster, 
 
 // Run delivers due events until ctx ends.
 func (s *WebhookSender) Run(ctx context.Context) error {
-	for {
-		n, err := s.Flush(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			s.log.Warn("claim webhook events", "err", err)
-		}
-		if n == s.cfg.Batch {
-			continue // there may be more
-		}
-		poll := time.NewTimer(Jitter(s.cfg.Poll))
-		select {
-		case <-ctx.Done():
-			poll.Stop()
-			return nil
-		case <-s.cfg.Wake:
-		case <-poll.C:
-		}
-		poll.Stop()
-	}
+	drain(ctx, s.Flush, s.cfg.Batch, s.cfg.Poll, s.cfg.Wake, s.log, "claim webhook events")
+	return nil
 }
 
 // Flush claims one batch of due events and delivers them in parallel. It

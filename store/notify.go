@@ -48,14 +48,6 @@ func wakePayload(sessionIDs []int64) string {
 	return strconv.FormatInt(sessionIDs[0], 10)
 }
 
-// Notify sends payload on WakeChannel: a session id, or WakeAll.
-func (s *Store) Notify(ctx context.Context, payload string) error {
-	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, WakeChannel, payload); err != nil {
-		return fmt.Errorf("notify: %w", err)
-	}
-	return nil
-}
-
 // Listener holds one dedicated connection LISTENing on WakeChannel and
 // fans wakes out to its subscribers. Notifications sent while it is
 // disconnected are lost, so after every (re)connection it wakes every

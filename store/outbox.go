@@ -120,3 +120,31 @@ func (s *Store) MarkUnsent(ctx context.Context, id int64, reason string, retryIn
 	}
 	return nil
 }
+
+// queueNotice queues a message that belongs to no turn. Its nonce comes
+// from its own id, so it is unique and short.
+func queueNotice(ctx context.Context, tx pgx.Tx, sessionID int64, kind master.OutKind, channelID, content string) error {
+	content = master.CleanText(content)
+	_, err := tx.Exec(ctx, `
+		WITH next AS (SELECT nextval(pg_get_serial_sequence('outbox', 'id')) AS id)
+		INSERT INTO outbox (id, session_id, kind, channel_id, content, nonce)
+		OVERRIDING SYSTEM VALUE
+		SELECT next.id, $1, $2, $3, $4, 'o' || next.id FROM next`, sessionID, kind, channelID, content)
+	if err != nil {
+		return fmt.Errorf("queue %s: %w", kind, err)
+	}
+	return nil
+}
+
+// postParts queues a message that belongs to no turn, part by part, with
+// nonces made from prefix.
+func postParts(ctx context.Context, tx pgx.Tx, sessionID int64, channelID, prefix string, parts []string) error {
+	parts = cleanAll(parts)
+	for i, p := range parts {
+		if _, err := tx.Exec(ctx, `INSERT INTO outbox (session_id, kind, channel_id, content, part, nonce)
+			VALUES ($1, 'report', $2, $3, $4, $5)`, sessionID, channelID, p, i, fmt.Sprintf("%sp%d", prefix, i)); err != nil {
+			return fmt.Errorf("post report: %w", err)
+		}
+	}
+	return nil
+}

@@ -120,45 +120,10 @@ func (s *Store) deliverReport(ctx context.Context, tx pgx.Tx, from master.Sessio
 	if _, err := addSignal(ctx, tx, from.ID, 0, master.SignalReport, out); err != nil {
 		return master.Report{}, err
 	}
-	if err := s.enqueueWebhook(ctx, tx, from.ID, master.WebhookSessionReported, reportedData(from, rep, r)); err != nil {
+	if err := s.enqueueWebhook(ctx, tx, from.ID, master.WebhookSessionReported, master.ReportedData(from, rep, r)); err != nil {
 		return master.Report{}, err
 	}
 	return rep, nil
-}
-
-// postParts queues a message that belongs to no turn, part by part, with
-// nonces made from prefix.
-func postParts(ctx context.Context, tx pgx.Tx, sessionID int64, channelID, prefix string, parts []string) error {
-	parts = cleanAll(parts)
-	for i, p := range parts {
-		if _, err := tx.Exec(ctx, `INSERT INTO outbox (session_id, kind, channel_id, content, part, nonce)
-			VALUES ($1, 'report', $2, $3, $4, $5)`, sessionID, channelID, p, i, fmt.Sprintf("%sp%d", prefix, i)); err != nil {
-			return fmt.Errorf("post report: %w", err)
-		}
-	}
-	return nil
-}
-
-// ActiveSessions counts a guild's active sessions.
-func (s *Store) ActiveSessions(ctx context.Context, guildID string) (int, error) {
-	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE guild_id = $1 AND state = 'active'`, guildID).Scan(&n); err != nil {
-		return 0, fmt.Errorf("active sessions: %w", err)
-	}
-	return n, nil
-}
-
-// Dispatched lists the sessions a session dispatched, oldest first.
-func (s *Store) Dispatched(ctx context.Context, sessionID int64) ([]master.Session, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE s.dispatched_by = $1 ORDER BY s.id`, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("dispatched: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Session, error) { return scanSession(r) })
-	if err != nil {
-		return nil, fmt.Errorf("dispatched: %w", err)
-	}
-	return out, nil
 }
 
 // HandBack is what /dissolve needs to know for a final report: how many
@@ -173,15 +138,4 @@ func (s *Store) HandBack(ctx context.Context, sessionID int64) (sent int, lastAn
 		return 0, "", fmt.Errorf("hand back: %w", err)
 	}
 	return sent, lastAnswer, nil
-}
-
-// DispatchedBy returns the active session turn turnID dispatched to a
-// channel, or master.ErrNotFound.
-func (s *Store) DispatchedByTurn(ctx context.Context, turnID int64, channelID string) (master.Session, error) {
-	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s
-		WHERE s.dispatched_turn = $1 AND s.channel_id = $2 ORDER BY s.id LIMIT 1`, turnID, channelID))
-	if err != nil && !errors.Is(err, master.ErrNotFound) {
-		return sess, fmt.Errorf("dispatched by turn: %w", err)
-	}
-	return sess, err
 }

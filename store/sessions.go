@@ -55,7 +55,7 @@ func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []
 	if err := insertRoster(ctx, tx, created.ID, roster); err != nil {
 		return master.Session{}, fmt.Errorf("start session: %w", err)
 	}
-	if err := s.enqueueWebhook(ctx, tx, created.ID, master.WebhookSessionStarted, startedData(created, roster)); err != nil {
+	if err := s.enqueueWebhook(ctx, tx, created.ID, master.WebhookSessionStarted, master.StartedData(created, roster)); err != nil {
 		return master.Session{}, fmt.Errorf("start session: %w", err)
 	}
 	if kickoff != "" {
@@ -84,35 +84,6 @@ func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []
 	return created, nil
 }
 
-// insertRoster writes a session's roles in one statement, in order.
-func insertRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []master.Role) error {
-	n := len(roster)
-	names, descs, prompts, models := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	temps, maxTokens, timeouts := make([]*float32, n), make([]*int32, n), make([]*int32, n)
-	for i, r := range roster {
-		names[i], descs[i], prompts[i], models[i] = r.Name, master.CleanText(r.Description), master.CleanText(r.Prompt), r.Model
-		temps[i] = r.Temperature
-		if r.MaxTokens > 0 {
-			v := int32(r.MaxTokens)
-			maxTokens[i] = &v
-		}
-		if r.Timeout > 0 {
-			v := int32(r.Timeout / time.Millisecond)
-			timeouts[i] = &v
-		}
-	}
-	_, err := tx.Exec(ctx, `
-		INSERT INTO session_roles (session_id, name, description, prompt, model, temperature, max_tokens, timeout_ms, position)
-		SELECT $1, r.name, r.description, r.prompt, r.model, r.temperature, r.max_tokens, r.timeout_ms, r.position
-		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::real[], $7::int[], $8::int[])
-			WITH ORDINALITY AS r(name, description, prompt, model, temperature, max_tokens, timeout_ms, position)`,
-		sessionID, names, descs, prompts, models, temps, maxTokens, timeouts)
-	if err != nil {
-		return fmt.Errorf("insert roster: %w", err)
-	}
-	return nil
-}
-
 // ActiveSession returns the active session of a thread, or master.ErrNotFound.
 func (s *Store) ActiveSession(ctx context.Context, threadID string) (master.Session, error) {
 	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s
@@ -125,41 +96,15 @@ func (s *Store) ActiveSession(ctx context.Context, threadID string) (master.Sess
 
 // Session returns a session by id, or master.ErrNotFound.
 func (s *Store) Session(ctx context.Context, id int64) (master.Session, error) {
-	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE s.id = $1`, id))
+	return session(ctx, s.pool, id)
+}
+
+func session(ctx context.Context, q querier, id int64) (master.Session, error) {
+	sess, err := scanSession(q.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE s.id = $1`, id))
 	if err != nil && !errors.Is(err, master.ErrNotFound) {
 		return sess, fmt.Errorf("session %d: %w", id, err)
 	}
 	return sess, err
-}
-
-// Roster returns a session's roles in order.
-func (s *Store) Roster(ctx context.Context, sessionID int64) ([]master.Role, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT name, description, prompt, model, temperature, max_tokens, timeout_ms
-		FROM session_roles WHERE session_id = $1 ORDER BY position, name`, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("roster: %w", err)
-	}
-	roles, err := pgx.CollectRows(rows, scanRole)
-	if err != nil {
-		return nil, fmt.Errorf("roster: %w", err)
-	}
-	return roles, nil
-}
-
-func scanRole(row pgx.CollectableRow) (master.Role, error) {
-	var r master.Role
-	var maxTokens, timeout *int32
-	if err := row.Scan(&r.Name, &r.Description, &r.Prompt, &r.Model, &r.Temperature, &maxTokens, &timeout); err != nil {
-		return r, err
-	}
-	if maxTokens != nil {
-		r.MaxTokens = int(*maxTokens)
-	}
-	if timeout != nil {
-		r.Timeout = time.Duration(*timeout) * time.Millisecond
-	}
-	return r, nil
 }
 
 // AddUsage charges tokens to a session.
@@ -170,11 +115,7 @@ func (s *Store) AddUsage(ctx context.Context, sessionID int64, u master.Usage) e
 	return nil
 }
 
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-func addUsage(ctx context.Context, db execer, sessionID int64, u master.Usage) error {
+func addUsage(ctx context.Context, db querier, sessionID int64, u master.Usage) error {
 	if u.Total() == 0 {
 		return nil
 	}
@@ -241,4 +182,111 @@ func (s *Store) Notice(ctx context.Context, sessionID int64, text string) error 
 		return fmt.Errorf("notice: %w", err)
 	}
 	return tx.Commit(ctx)
+}
+
+// SessionStats counts a session's turns and tasks.
+func (s *Store) SessionStats(ctx context.Context, sessionID int64) (master.SessionStats, error) {
+	st := master.SessionStats{TasksDone: map[string]int{}}
+	if err := s.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM turns WHERE session_id = $1),
+		(SELECT count(*) FROM tasks WHERE session_id = $1)`, sessionID).Scan(&st.Turns, &st.Tasks); err != nil {
+		return st, fmt.Errorf("session stats: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT role, count(*) FROM tasks WHERE session_id = $1 AND state = 'done' GROUP BY role`, sessionID)
+	if err != nil {
+		return st, fmt.Errorf("session stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var role string
+		var n int
+		if err := rows.Scan(&role, &n); err != nil {
+			return st, fmt.Errorf("session stats: %w", err)
+		}
+		st.TasksDone[role] = n
+	}
+	return st, rows.Err()
+}
+
+// TeamView reads what /team shows: the session, its roster, its open turn
+// (else its latest) with that turn's tasks and progress, and its latest
+// signals, oldest first.
+func (s *Store) TeamView(ctx context.Context, sessionID int64, signals int) (master.TeamView, error) {
+	var v master.TeamView
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		return v, fmt.Errorf("team view: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	if v.Session, err = session(ctx, tx, sessionID); err != nil {
+		return v, err
+	}
+	if v.Roster, err = roster(ctx, tx, sessionID); err != nil {
+		return v, err
+	}
+	turn, err := scanTurn(tx.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns u WHERE u.session_id = $1
+		ORDER BY (u.state IN ('queued', 'running', 'waiting')) DESC, u.id DESC LIMIT 1`, sessionID))
+	switch {
+	case errors.Is(err, master.ErrNotFound):
+	case err != nil:
+		return v, fmt.Errorf("team view: %w", err)
+	default:
+		v.Turn = &turn
+		if v.Tasks, err = turnTasks(ctx, tx, turn.ID); err != nil {
+			return v, fmt.Errorf("team view: %w", err)
+		}
+		if v.Progress, err = progress(ctx, tx, v.Tasks); err != nil {
+			return v, err
+		}
+	}
+	if v.Dispatched, err = dispatched(ctx, tx, sessionID); err != nil {
+		return v, err
+	}
+	rows, err := tx.Query(ctx, `SELECT id, session_id, coalesce(task_id, 0), kind, payload, created_at FROM (
+		SELECT * FROM signals WHERE session_id = $1 ORDER BY id DESC LIMIT $2) s ORDER BY id`, sessionID, signals)
+	if err != nil {
+		return v, fmt.Errorf("team view: signals: %w", err)
+	}
+	v.Signals, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Signal, error) {
+		var sg master.Signal
+		err := r.Scan(&sg.ID, &sg.SessionID, &sg.TaskID, &sg.Kind, &sg.Payload, &sg.At)
+		return sg, err
+	})
+	if err != nil {
+		return v, fmt.Errorf("team view: signals: %w", err)
+	}
+	return v, tx.Commit(ctx)
+}
+
+// ActiveSessions counts a guild's active sessions.
+func (s *Store) ActiveSessions(ctx context.Context, guildID string) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE guild_id = $1 AND state = 'active'`, guildID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("active sessions: %w", err)
+	}
+	return n, nil
+}
+
+// dispatched lists the sessions a session dispatched, oldest first.
+func dispatched(ctx context.Context, q querier, sessionID int64) ([]master.Session, error) {
+	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE s.dispatched_by = $1 ORDER BY s.id`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("dispatched: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Session, error) { return scanSession(r) })
+	if err != nil {
+		return nil, fmt.Errorf("dispatched: %w", err)
+	}
+	return out, nil
+}
+
+// DispatchedBy returns the active session turn turnID dispatched to a
+// channel, or master.ErrNotFound.
+func (s *Store) DispatchedByTurn(ctx context.Context, turnID int64, channelID string) (master.Session, error) {
+	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s
+		WHERE s.dispatched_turn = $1 AND s.channel_id = $2 ORDER BY s.id LIMIT 1`, turnID, channelID))
+	if err != nil && !errors.Is(err, master.ErrNotFound) {
+		return sess, fmt.Errorf("dispatched by turn: %w", err)
+	}
+	return sess, err
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -54,29 +55,6 @@ func signals(ctx context.Context, tx pgx.Tx, sessionID, afterID int64, limit int
 	})
 }
 
-// AddSignal appends a signal to a session's bus (a worker's PROGRESS, a
-// HANDOFF, a WEBHOOK…) and wakes the session. sig.ID and sig.At are
-// ignored; a zero TaskID means the signal is about the session; a nil
-// Payload means {}. It returns the new signal's id.
-func (s *Store) AddSignal(ctx context.Context, sig master.Signal) (int64, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("add signal: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	id, err := addSignal(ctx, tx, sig.SessionID, sig.TaskID, sig.Kind, sig.Payload)
-	if err != nil {
-		return 0, err
-	}
-	if err := notify(ctx, tx, sig.SessionID); err != nil {
-		return 0, fmt.Errorf("add signal: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("add signal: %w", err)
-	}
-	return id, nil
-}
-
 // addSignal appends one signal within tx. payload must be a JSON object;
 // nil means {}.
 func addSignal(ctx context.Context, tx pgx.Tx, sessionID, taskID int64, kind master.SignalKind, payload []byte) (int64, error) {
@@ -93,4 +71,38 @@ func addSignal(ctx context.Context, tx pgx.Tx, sessionID, taskID int64, kind mas
 		return 0, fmt.Errorf("add signal: %w", err)
 	}
 	return id, nil
+}
+
+// Progress records a running task's PROGRESS signal. master.ErrStale when
+// the task is no longer this attempt's.
+func (s *Store) Progress(ctx context.Context, taskID int64, attempt int, percent int, note string) error {
+	note = master.CleanText(note)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("progress: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	var sessionID int64
+	err = tx.QueryRow(ctx, `SELECT session_id FROM tasks WHERE id = $1 AND state = 'running' AND attempt = $2
+		FOR SHARE`, taskID, attempt).Scan(&sessionID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("progress of task %d attempt %d: %w", taskID, attempt, master.ErrStale)
+	}
+	if err != nil {
+		return fmt.Errorf("progress: %w", err)
+	}
+	payload, err := marshalJSON(struct {
+		Percent int    `json:"percent"`
+		Note    string `json:"note"`
+	}{min(max(percent, 0), 100), note})
+	if err != nil {
+		return fmt.Errorf("progress: %w", err)
+	}
+	if _, err := addSignal(ctx, tx, sessionID, taskID, master.SignalProgress, payload); err != nil {
+		return fmt.Errorf("progress: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("progress: %w", err)
+	}
+	return nil
 }

@@ -60,12 +60,12 @@ func (s *Store) ActiveTurns(ctx context.Context) ([]master.TurnStatus, error) {
 		turns[index[t.TurnID]].Tasks = append(turns[index[t.TurnID]].Tasks, t)
 		all = append(all, t)
 	}
-	progress, err := s.progress(ctx, all)
+	latest, err := progress(ctx, s.pool, all)
 	if err != nil {
 		return nil, fmt.Errorf("active turns: %w", err)
 	}
 	for _, t := range all {
-		if p, ok := progress[t.ID]; ok {
+		if p, ok := latest[t.ID]; ok {
 			turns[index[t.TurnID]].Progress[t.ID] = p
 		}
 	}
@@ -90,7 +90,7 @@ func (s *Store) SettleStatus(ctx context.Context, turnID int64) error {
 }
 
 // progress reads the latest PROGRESS signal of each running task.
-func (s *Store) progress(ctx context.Context, tasks []master.Task) (map[int64]master.Progress, error) {
+func progress(ctx context.Context, q querier, tasks []master.Task) (map[int64]master.Progress, error) {
 	out := map[int64]master.Progress{}
 	var running []int64
 	for _, t := range tasks {
@@ -101,7 +101,7 @@ func (s *Store) progress(ctx context.Context, tasks []master.Task) (map[int64]ma
 	if len(running) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := q.Query(ctx, `
 		SELECT DISTINCT ON (task_id) task_id, payload FROM signals
 		WHERE task_id = ANY ($1) AND kind = 'PROGRESS'
 		ORDER BY task_id, id DESC`, running)

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -73,6 +75,14 @@ func Open(ctx context.Context, databaseURL string, logger *slog.Logger) (*Store,
 		return nil, redact(fmt.Errorf("open store: ping: %w", err), secrets)
 	}
 	return &Store{pool: pool, logger: logger.With("component", "store")}, nil
+}
+
+// querier runs statements: the pool, or a transaction, so that a read
+// can be part of a larger one.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // Close closes every connection of the pool. It waits for connections in

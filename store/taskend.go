@@ -299,30 +299,6 @@ func sweepExpired(ctx context.Context, tx pgx.Tx, dead []string) (requeued, fail
 	return requeued, len(failedIDs), sessions, nil
 }
 
-// CancelSessionTasks cancels every queued and running task of a session
-// with reason as their error, and returns how many it cancelled. A worker
-// still running one finds its completion stale.
-func (s *Store) CancelSessionTasks(ctx context.Context, sessionID int64, reason string) (int, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("cancel session tasks: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	n, err := cancelSessionTasks(ctx, tx, sessionID, reason)
-	if err != nil {
-		return 0, fmt.Errorf("cancel session tasks: %w", err)
-	}
-	if n > 0 {
-		if err := notify(ctx, tx, sessionID); err != nil {
-			return 0, fmt.Errorf("cancel session tasks: %w", err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("cancel session tasks: %w", err)
-	}
-	return n, nil
-}
-
 // cancelTurnTasks cancels a turn's open tasks within tx, with a
 // TASK_COMPLETE signal each. It does not notify.
 func cancelTurnTasks(ctx context.Context, tx pgx.Tx, turnID int64, reason string) (int, error) {

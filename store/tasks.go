@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -53,28 +52,6 @@ func collectTasks(rows pgx.Rows) ([]master.Task, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Task, error) { return scanTask(r) })
 }
 
-// EnqueueTasks queues tasks for round of a turn and returns their ids in
-// the order given. DependsOn indexes into tasks and may only point to an
-// earlier task, which rules out cycles. One wake is sent for the session.
-func (s *Store) EnqueueTasks(ctx context.Context, sessionID, turnID int64, round int, tasks []master.NewTask) ([]int64, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("enqueue tasks: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	ids, err := enqueueTasks(ctx, tx, sessionID, turnID, round, tasks)
-	if err != nil {
-		return nil, fmt.Errorf("enqueue tasks: %w", err)
-	}
-	if err := notify(ctx, tx, sessionID); err != nil {
-		return nil, fmt.Errorf("enqueue tasks: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("enqueue tasks: %w", err)
-	}
-	return ids, nil
-}
-
 // enqueueTasks inserts tasks within tx, in one statement, and returns
 // their ids in order. It does not notify: the caller sends one wake for
 // its whole transaction (notify(ctx, tx, sessionID)) before committing.
@@ -115,9 +92,6 @@ func enqueueTasks(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, round
 	return ids, nil
 }
 
-// roleName is the slug rule the schema enforces on role names.
-var roleName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
-
 // batchJSON validates a batch and encodes it for jsonb_to_recordset.
 func batchJSON(tasks []master.NewTask) ([]byte, error) {
 	if len(tasks) == 0 {
@@ -131,8 +105,8 @@ func batchJSON(tasks []master.NewTask) ([]byte, error) {
 	}
 	batch := make([]row, len(tasks))
 	for i, t := range tasks {
-		if !roleName.MatchString(t.Role) {
-			return nil, fmt.Errorf("task %d: role %q is not a slug like %s", i, t.Role, roleName)
+		if !master.ValidRoleName(t.Role) {
+			return nil, fmt.Errorf("task %d: role %q is not a slug (a-z, 0-9, - or _, starting with a letter)", i, t.Role)
 		}
 		if strings.TrimSpace(t.Instruction) == "" {
 			return nil, fmt.Errorf("task %d: empty instruction", i)
@@ -238,24 +212,6 @@ func (s *Store) Heartbeat(ctx context.Context, taskID int64, attempt int, lease 
 	return nil
 }
 
-// RoundOpen returns how many tasks of a turn's round are still queued or
-// running: the round is complete (fan-in) when it is 0.
-func (s *Store) RoundOpen(ctx context.Context, turnID int64, round int) (int, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("round open: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	n, err := roundOpen(ctx, tx, turnID, round)
-	if err != nil {
-		return 0, fmt.Errorf("round open: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("round open: %w", err)
-	}
-	return n, nil
-}
-
 func roundOpen(ctx context.Context, tx pgx.Tx, turnID int64, round int) (int, error) {
 	var n int
 	err := tx.QueryRow(ctx, `
@@ -264,47 +220,93 @@ func roundOpen(ctx context.Context, tx pgx.Tx, turnID int64, round int) (int, er
 	return n, err
 }
 
-// Task returns one task, or master.ErrNotFound.
-func (s *Store) Task(ctx context.Context, id int64) (master.Task, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return master.Task{}, fmt.Errorf("task %d: %w", id, err)
-	}
-	defer tx.Rollback(ctx)
-	t, err := scanTask(tx.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return master.Task{}, fmt.Errorf("task %d: %w", id, master.ErrNotFound)
-	}
-	if err != nil {
-		return master.Task{}, fmt.Errorf("task %d: %w", id, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return master.Task{}, fmt.Errorf("task %d: %w", id, err)
-	}
-	return t, nil
-}
-
 // TurnTasks returns every task of a turn, by round then id.
 func (s *Store) TurnTasks(ctx context.Context, turnID int64) ([]master.Task, error) {
-	tx, err := s.pool.Begin(ctx)
+	tasks, err := turnTasks(ctx, s.pool, turnID)
 	if err != nil {
-		return nil, fmt.Errorf("turn tasks: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	tasks, err := turnTasks(ctx, tx, turnID)
-	if err != nil {
-		return nil, fmt.Errorf("turn tasks: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("turn tasks: %w", err)
 	}
 	return tasks, nil
 }
 
-func turnTasks(ctx context.Context, tx pgx.Tx, turnID int64) ([]master.Task, error) {
-	rows, err := tx.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.turn_id = $1 ORDER BY t.round, t.id`, turnID)
+func turnTasks(ctx context.Context, q querier, turnID int64) ([]master.Task, error) {
+	rows, err := q.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.turn_id = $1 ORDER BY t.round, t.id`, turnID)
 	if err != nil {
 		return nil, err
 	}
 	return collectTasks(rows)
+}
+
+// ReleaseTask puts a running task back in the queue at once, so another
+// worker can take it without waiting for its lease to lapse (graceful
+// shutdown). master.ErrStale when the task is no longer this attempt's.
+func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("release task: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	var sessionID int64
+	err = tx.QueryRow(ctx, `
+		UPDATE tasks SET state = 'queued', worker_id = NULL, lease_until = NULL, updated_at = now()
+		WHERE id = $1 AND state = 'running' AND attempt = $2
+		RETURNING session_id`, taskID, attempt).Scan(&sessionID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("release task %d attempt %d: %w", taskID, attempt, master.ErrStale)
+	}
+	if err != nil {
+		return fmt.Errorf("release task: %w", err)
+	}
+	if err := notify(ctx, tx, sessionID); err != nil {
+		return fmt.Errorf("release task: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("release task: %w", err)
+	}
+	return nil
+}
+
+// TaskInput returns what the worker of t may see: the goal, its role and
+// its dependencies with their results. master.ErrNotFound when the role
+// has left the team.
+func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput, error) {
+	var in master.TaskInput
+	if err := s.pool.QueryRow(ctx, `SELECT goal FROM sessions WHERE id = $1`, t.SessionID).Scan(&in.Goal); err != nil {
+		return in, fmt.Errorf("task input: session: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT name, description, prompt, model, temperature, max_tokens, timeout_ms
+		FROM session_roles WHERE session_id = $1 AND name = $2`, t.SessionID, t.Role)
+	if err != nil {
+		return in, fmt.Errorf("task input: role: %w", err)
+	}
+	roles, err := pgx.CollectRows(rows, scanRole)
+	if err != nil {
+		return in, fmt.Errorf("task input: role: %w", err)
+	}
+	if len(roles) == 0 {
+		return in, fmt.Errorf("task input: role %q is not on the team: %w", t.Role, master.ErrNotFound)
+	}
+	in.Role = roles[0]
+	rows, err = s.pool.Query(ctx, `SELECT name, description FROM session_roles
+		WHERE session_id = $1 AND name <> $2 ORDER BY position, name`, t.SessionID, t.Role)
+	if err != nil {
+		return in, fmt.Errorf("task input: team: %w", err)
+	}
+	if in.Team, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Role, error) {
+		var role master.Role
+		return role, r.Scan(&role.Name, &role.Description)
+	}); err != nil {
+		return in, fmt.Errorf("task input: team: %w", err)
+	}
+	if len(t.DependsOn) > 0 {
+		rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = ANY ($1) ORDER BY t.id`, t.DependsOn)
+		if err != nil {
+			return in, fmt.Errorf("task input: dependencies: %w", err)
+		}
+		if in.Deps, err = collectTasks(rows); err != nil {
+			return in, fmt.Errorf("task input: dependencies: %w", err)
+		}
+	}
+	return in, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -379,49 +378,6 @@ func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
-	}
-	return removed, nil
-}
-
-// replaceRoster swaps a session's roster and cancels the queued tasks of
-// the roles it drops. It returns the dropped names.
-func replaceRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []master.Role) ([]string, error) {
-	rows, err := tx.Query(ctx, `DELETE FROM session_roles WHERE session_id = $1 RETURNING name`, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	old, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	if err := insertRoster(ctx, tx, sessionID, roster); err != nil {
-		return nil, err
-	}
-	var removed []string
-	for _, name := range old {
-		if !slices.ContainsFunc(roster, func(r master.Role) bool { return r.Name == name }) {
-			removed = append(removed, name)
-		}
-	}
-	if len(removed) == 0 {
-		return nil, nil
-	}
-	rows, err = tx.Query(ctx, `
-		UPDATE tasks SET state = 'cancelled', error = 'role removed from the team',
-		       ended_at = now(), updated_at = now()
-		WHERE session_id = $1 AND state = 'queued' AND role = ANY ($2)
-		RETURNING id`, sessionID, removed)
-	if err != nil {
-		return nil, err
-	}
-	cancelled, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, err
-	}
-	if len(cancelled) > 0 {
-		if _, err := cancelDependents(ctx, tx, cancelled); err != nil {
-			return nil, err
-		}
 	}
 	return removed, nil
 }

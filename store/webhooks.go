@@ -16,43 +16,20 @@ import (
 // in the change's own transaction. Call it once, before the store is used.
 func (s *Store) EnableWebhooks(on bool) { s.webhooks.Store(on) }
 
-// webhookEnvelope is the body of every webhook event.
-type webhookEnvelope struct {
-	ID      int64                   `json:"id"` // set by the insert
-	Event   master.WebhookEventKind `json:"event"`
-	Session webhookSession          `json:"session"`
-	At      string                  `json:"at"` // RFC 3339, UTC
-	Data    any                     `json:"data"`
-}
-
-type webhookSession struct {
-	ID        int64  `json:"id"`
-	GuildID   string `json:"guild_id"`
-	ChannelID string `json:"channel_id"`
-	ThreadID  string `json:"thread_id"`
-	URL       string `json:"url"` // opens the thread in Discord
-}
-
-// jumpURL links to a thread in the Discord client.
-func jumpURL(guildID, threadID string) string {
-	return "https://discord.com/channels/" + guildID + "/" + threadID
-}
-
 // enqueueWebhook writes a webhook event about sessionID within tx, when
-// webhooks are enabled. data is the event's "data" object.
+// webhooks are enabled. data is the event's "data" object, from one of
+// master's builders (master.StartedData…).
 func (s *Store) enqueueWebhook(ctx context.Context, tx pgx.Tx, sessionID int64, kind master.WebhookEventKind, data any) error {
 	if !s.webhooks.Load() {
 		return nil
 	}
-	env := webhookEnvelope{Event: kind, Data: data}
+	var sess master.Session
 	var at time.Time
 	if err := tx.QueryRow(ctx, `SELECT id, guild_id, channel_id, thread_id, now() FROM sessions WHERE id = $1`, sessionID).
-		Scan(&env.Session.ID, &env.Session.GuildID, &env.Session.ChannelID, &env.Session.ThreadID, &at); err != nil {
+		Scan(&sess.ID, &sess.GuildID, &sess.ChannelID, &sess.ThreadID, &at); err != nil {
 		return fmt.Errorf("webhook %s: %w", kind, err)
 	}
-	env.Session.URL = jumpURL(env.Session.GuildID, env.Session.ThreadID)
-	env.At = at.UTC().Format(time.RFC3339Nano)
-	body, err := marshalJSON(env)
+	body, err := marshalJSON(master.NewWebhookEnvelope(kind, sess, at, data))
 	if err != nil {
 		return fmt.Errorf("webhook %s: %w", kind, err)
 	}
@@ -68,44 +45,6 @@ func (s *Store) enqueueWebhook(ctx context.Context, tx pgx.Tx, sessionID int64, 
 	return nil
 }
 
-// startedData is a session.started event's data.
-func startedData(sess master.Session, roster []master.Role) map[string]any {
-	return map[string]any{
-		"goal":           sess.Goal,
-		"owner_id":       sess.OwnerID,
-		"report_to":      nullIfZero(sess.ReportTo),
-		"dispatched_by":  nullIfZero(sess.DispatchedBy),
-		"dispatch_depth": sess.DispatchDepth,
-		"roles":          master.RoleNames(roster),
-	}
-}
-
-// reportedData is a session.reported event's data.
-func reportedData(from master.Session, rep master.Report, r master.NewReport) map[string]any {
-	return map[string]any{
-		"report":       rep.ID,
-		"from_session": from.ID,
-		"from_thread":  from.ThreadID,
-		"to_channel":   from.ReportTo,
-		"to_session":   nullIfZero(rep.ToSession),
-		"delivery":     rep.Delivery,
-		"summary":      r.Summary,
-		"final":        r.Final,
-	}
-}
-
-// dissolvedData is a session.dissolved event's data.
-func dissolvedData(summary string, cancelledTasks int, finalReport int64) map[string]any {
-	return map[string]any{
-		"summary":         summary,
-		"cancelled_tasks": cancelledTasks,
-		"final_report":    nullIfZero(finalReport),
-	}
-}
-
-// maxBlockedReason bounds a blocked task's reason in a session.blocked event.
-const maxBlockedReason = 2000
-
 // enqueueBlocked writes a session.blocked event when a turn ends in a
 // reply while tasks of its current round are blocked: the master told the
 // user rather than reassigning the work.
@@ -113,21 +52,15 @@ func (s *Store) enqueueBlocked(ctx context.Context, tx pgx.Tx, turn master.Turn,
 	if !s.webhooks.Load() || kind != master.OutReply {
 		return nil
 	}
-	type blocked struct {
-		Task   int64  `json:"task"`
-		Role   string `json:"role"`
-		Reason string `json:"reason"`
-	}
 	rows, err := tx.Query(ctx, `
 		SELECT id, role, coalesce(nullif(result, ''), error, '') FROM tasks
 		WHERE turn_id = $1 AND round = $2 AND state = 'blocked' ORDER BY id`, turn.ID, turn.Round)
 	if err != nil {
 		return fmt.Errorf("webhook blocked: %w", err)
 	}
-	tasks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (blocked, error) {
-		var b blocked
+	tasks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.BlockedTask, error) {
+		var b master.BlockedTask
 		err := r.Scan(&b.Task, &b.Role, &b.Reason)
-		b.Reason = master.Truncate(b.Reason, maxBlockedReason)
 		return b, err
 	})
 	if err != nil {
@@ -136,26 +69,7 @@ func (s *Store) enqueueBlocked(ctx context.Context, tx pgx.Tx, turn master.Turn,
 	if len(tasks) == 0 {
 		return nil
 	}
-	roles := make([]string, len(tasks))
-	for i, b := range tasks {
-		roles[i] = b.Role
-	}
-	return s.enqueueWebhook(ctx, tx, turn.SessionID, master.WebhookSessionBlocked, map[string]any{
-		"turn":       turn.ID,
-		"message_id": turn.MessageID,
-		"round":      turn.Round,
-		"roles":      roles,
-		"blocked":    tasks,
-	})
-}
-
-// nullIfZero is nil for a zero value, so it marshals as JSON null.
-func nullIfZero[T comparable](v T) any {
-	var zero T
-	if v == zero {
-		return nil
-	}
-	return v
+	return s.enqueueWebhook(ctx, tx, turn.SessionID, master.WebhookSessionBlocked, master.BlockedData(turn, tasks))
 }
 
 // ClaimWebhooks leases up to n due pending webhook events, oldest due

@@ -8,11 +8,8 @@ package workers
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"log/slog"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -97,7 +94,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	c.ID = cmp.Or(c.ID, defaultID())
+	c.ID = cmp.Or(c.ID, master.NewOwner())
 	c.Slots = cmp.Or(max(c.Slots, 0), DefaultSlots)
 	c.Lease = cmp.Or(max(c.Lease, 0), DefaultLease)
 	if c.Heartbeat <= 0 || c.Heartbeat >= c.Lease {
@@ -108,17 +105,6 @@ func (c Config) withDefaults() Config {
 	c.TaskTimeout = cmp.Or(max(c.TaskTimeout, 0), DefaultTaskTimeout)
 	c.MaxSteps = cmp.Or(max(c.MaxSteps, 0), DefaultMaxSteps)
 	return c
-}
-
-// defaultID is hostname-pid-random: unique per process, readable in rows.
-func defaultID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "worker"
-	}
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b)
 }
 
 // Pool claims tasks and runs each on its own goroutine, at most

@@ -1,35 +1,14 @@
 package workers
 
 import (
-	"flag"
+	"github.com/callonbot/callon/internal/golden"
+
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/callonbot/callon/master"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test -update to create it): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file; got:\n%s", name, got)
-	}
-}
 
 func renderMessages(msgs []master.Message) string {
 	var b strings.Builder
@@ -62,7 +41,7 @@ func TestPromptGolden(t *testing.T) {
 			{ID: 11, Role: "planner", State: master.TaskDone, Result: "1. Announce\n2. Ship"},
 		},
 	}
-	golden(t, "prompt.golden", renderMessages(messages(task, in)))
+	golden.Check(t, "prompt.golden", renderMessages(messages(task, in)))
 }
 
 func TestSystemPrompt(t *testing.T) {

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
-	"os"
 	"strconv"
 
 	"github.com/callonbot/callon/config"
@@ -108,10 +106,4 @@ func invite(cfg config.Config, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "https://discord.com/oauth2/authorize?"+q.Encode())
 	return nil
-}
-
-// ownerID names this process in leases: host, pid and a random suffix.
-func ownerID() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), rand.Text()[:6])
 }

@@ -63,7 +63,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if cfg.Webhook.Enabled() {
 		st.EnableWebhooks(true) // before anything that changes state runs
 	}
-	owner := ownerID()
+	owner := master.NewOwner()
 	lim := cfg.Limits
 	model := llm.New(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
 		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, log) // llm reads 0 as its default and a negative as none
