@@ -1,0 +1,249 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// orchFake is an OrchestratorStore over one session with one open turn.
+// Methods whose behaviour a test changes are func fields; every call is
+// logged in a short form.
+type orchFake struct {
+	turn   Turn
+	tasks  []Task
+	sess   Session
+	roster []Role
+	log    []string
+
+	FinishFunc      func(f Finish) error
+	CountMasterFunc func(n int) error
+	FailTurnFunc    func() error
+}
+
+func (f *orchFake) note(format string, args ...any) { f.log = append(f.log, fmt.Sprintf(format, args...)) }
+
+func (f *orchFake) Session(context.Context, int64) (Session, error)  { return f.sess, nil }
+func (f *orchFake) Roster(context.Context, int64) ([]Role, error)    { return f.roster, nil }
+func (f *orchFake) TurnTasks(context.Context, int64) ([]Task, error) { return f.tasks, nil }
+func (f *orchFake) OpenTurn(context.Context, int64) (Turn, error) {
+	if f.turn.State != TurnRunning {
+		return Turn{}, ErrNotFound
+	}
+	return f.turn, nil
+}
+func (f *orchFake) PendingSessions(context.Context, string) ([]int64, error) { return nil, nil }
+func (f *orchFake) AcquireMaster(context.Context, int64, string, time.Duration) (bool, error) {
+	return true, nil
+}
+func (f *orchFake) ReleaseMaster(context.Context, int64, string) error { return nil }
+func (f *orchFake) History(context.Context, int64, int64, int) ([]Exchange, error) {
+	return nil, nil
+}
+func (f *orchFake) Finish(_ context.Context, _ Guard, fin Finish) error {
+	if f.FinishFunc != nil {
+		if err := f.FinishFunc(fin); err != nil {
+			f.note("finish failed")
+			return err
+		}
+	}
+	f.note("finish %s %s: %s", fin.Kind, fin.State, strings.Join(fin.Parts, "|"))
+	f.turn.State = fin.State
+	return nil
+}
+func (f *orchFake) FailTurn(_ context.Context, _ Guard, retryIn time.Duration) (int, error) {
+	if f.FailTurnFunc != nil {
+		if err := f.FailTurnFunc(); err != nil {
+			return 0, err
+		}
+	}
+	f.turn.MasterFailures++
+	f.turn.NotBefore = time.Now().Add(retryIn)
+	f.note("fail %d", f.turn.MasterFailures)
+	return f.turn.MasterFailures, nil
+}
+func (f *orchFake) CountMasterCall(context.Context, Guard, int) (int, error) {
+	f.turn.MasterCalls++
+	if f.CountMasterFunc != nil {
+		if err := f.CountMasterFunc(f.turn.MasterCalls); err != nil {
+			return 0, err
+		}
+	}
+	return f.turn.MasterCalls, nil
+}
+func (f *orchFake) AbandonTurn(_ context.Context, _ Guard, text string) error {
+	f.note("abandon: %s", text)
+	f.turn.State = TurnDone
+	return nil
+}
+func (f *orchFake) Delegate(_ context.Context, _ Guard, tasks []NewTask, _ Usage) ([]int64, error) {
+	var parts []string
+	for _, t := range tasks {
+		parts = append(parts, fmt.Sprintf("%s:%s%v", t.Role, t.Instruction, t.DependsOn))
+	}
+	f.note("delegate %s", strings.Join(parts, " "))
+	f.turn.Round++
+	for _, t := range tasks {
+		f.tasks = append(f.tasks, Task{Round: f.turn.Round, Role: t.Role, State: TaskQueued})
+	}
+	return make([]int64, len(tasks)), nil
+}
+func (f *orchFake) ResumeTask(_ context.Context, _ Guard, taskID int64, answer string, _ Usage) error {
+	f.note("resume %d: %s", taskID, answer)
+	for i := range f.tasks {
+		if f.tasks[i].ID == taskID {
+			f.tasks[i].State = TaskQueued
+		}
+	}
+	return nil
+}
+func (f *orchFake) Replan(_ context.Context, _ Guard, roster []Role, _ Usage) ([]string, error) {
+	f.note("replan %s", strings.Join(RoleNames(roster), ","))
+	f.roster = roster
+	return nil, nil
+}
+func (f *orchFake) ReportBack(context.Context, Guard, NewReport) (Report, error) {
+	f.note("report")
+	return Report{Delivery: "posted"}, nil
+}
+func (f *orchFake) DispatchedByTurn(context.Context, int64, string) (Session, error) {
+	return Session{}, ErrNotFound
+}
+func (f *orchFake) ActiveSessions(context.Context, string) (int, error) { return 0, nil }
+func (f *orchFake) AddUsage(context.Context, int64, Usage) error       { return nil }
+
+// scriptLLM answers with its replies in order and records the tools each
+// request offered.
+type scriptLLM struct {
+	replies []func() (ChatResponse, error)
+	offered [][]string
+}
+
+func (s *scriptLLM) Chat(_ context.Context, req ChatRequest) (ChatResponse, error) {
+	var names []string
+	for _, t := range req.Tools {
+		names = append(names, t.Name)
+	}
+	s.offered = append(s.offered, names)
+	if len(s.replies) == 0 {
+		return ChatResponse{}, errors.New("the script has no more replies")
+	}
+	r := s.replies[0]
+	s.replies = s.replies[1:]
+	return r()
+}
+
+func call(name, args string) func() (ChatResponse, error) {
+	return func() (ChatResponse, error) {
+		return ChatResponse{ToolCalls: []ToolCall{{ID: "c", Name: name, Arguments: args}}}, nil
+	}
+}
+
+func fails(err error) func() (ChatResponse, error) {
+	return func() (ChatResponse, error) { return ChatResponse{}, err }
+}
+
+func TestOrchestratorDecide(t *testing.T) {
+	t.Parallel()
+	needInfo := Task{ID: 41, Round: 1, Role: "planner", State: TaskNeedInfo, QA: []QA{{Question: "how many?"}}}
+	tests := []struct {
+		name     string
+		round    int
+		tasks    []Task
+		replies  []func() (ChatResponse, error)
+		setup    func(f *orchFake)
+		want     []string
+		wantTool []string // the tools offered to the first call, if checked
+	}{
+		{name: "reply", replies: []func() (ChatResponse, error){call("reply", `{"text":" hello "}`)},
+			want: []string{"finish reply done: hello"}, wantTool: []string{"reply", "delegate", "ask_user", "replan"}},
+		{name: "text only is a reply", replies: []func() (ChatResponse, error){func() (ChatResponse, error) { return ChatResponse{Content: "plain"}, nil }},
+			want: []string{"finish reply done: plain"}},
+		{name: "ask the user", replies: []func() (ChatResponse, error){call("ask_user", `{"question":"which city?"}`)},
+			want: []string{"finish question waiting: which city?"}},
+		{name: "delegate", replies: []func() (ChatResponse, error){call("delegate", `{"tasks":[{"role":"researcher","instruction":"look"},{"role":"writer","instruction":"write","depends_on":[0]}]}`)},
+			want: []string{"delegate researcher:look[] writer:write[0]"}},
+		{name: "answer a worker", round: 1, tasks: []Task{needInfo},
+			replies: []func() (ChatResponse, error){call("answer_worker", `{"task":0,"answer":"twelve"}`)},
+			want:    []string{"resume 41: twelve"}, wantTool: []string{"reply", "delegate", "ask_user", "replan", "answer_worker"}},
+		{name: "replan, then reply", replies: []func() (ChatResponse, error){
+			call("replan", `{"roles":[{"name":"chef","description":"cooks"}],"reason":"food"}`),
+			call("reply", `{"text":"done"}`)},
+			want: []string{"replan chef", "finish reply done: done"}},
+		{name: "malformed, retried once", replies: []func() (ChatResponse, error){call("reply", `{"text":`), call("reply", `{"text":"ok"}`)},
+			want: []string{"finish reply done: ok"}},
+		{name: "malformed twice", replies: []func() (ChatResponse, error){call("shout", `{}`), call("reply", `{"txt":"x"}`)},
+			want: []string{"finish reply done: Sorry, I got confused working out how to handle that. Could you rephrase or try again?"}},
+		{name: "must reply after the last round", round: 3, replies: []func() (ChatResponse, error){
+			call("delegate", `{"tasks":[{"role":"writer","instruction":"more"}]}`), call("reply", `{"text":"best I have"}`)},
+			want: []string{"finish reply done: best I have"}, wantTool: []string{"reply"}},
+		{name: "unreachable model: retried later", replies: []func() (ChatResponse, error){fails(errors.New("connection refused"))},
+			want: []string{"fail 1"}},
+		{name: "unreachable past the retries: apology", setup: func(f *orchFake) { f.turn.MasterFailures = 2 },
+			replies: []func() (ChatResponse, error){fails(errors.New("connection refused"))},
+			want:    []string{"finish reply done: " + apologyUnreachable}},
+		{name: "refused for good: at once", replies: []func() (ChatResponse, error){fails(&Error{Code: EModel, Message: "the LLM server rejected the API key"})},
+			want: []string{"finish reply done: Sorry, I can't answer: the LLM server rejected the API key. Whoever runs this bot can fix that."}},
+		{name: "the ceiling: no model call", setup: func(f *orchFake) {
+			f.CountMasterFunc = func(int) error { return ErrCeiling }
+		}, replies: nil, want: []string{"finish reply done: " + apologyCeiling}},
+		{name: "a step that keeps failing: abandoned", setup: func(f *orchFake) {
+			f.turn.MasterFailures = 2
+			f.FinishFunc = func(Finish) error { return errors.New("constraint violated") }
+		}, replies: []func() (ChatResponse, error){call("reply", `{"text":"x"}`)},
+			want: []string{"finish failed", "finish failed", "abandon: " + apologyFailing}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &orchFake{
+				turn:   Turn{ID: 7, SessionID: 1, State: TurnRunning, Round: tt.round, AuthorID: "u", Content: "hi"},
+				tasks:  tt.tasks,
+				sess:   Session{ID: 1, Goal: "ship it", State: SessionActive},
+				roster: DefaultRoles(),
+			}
+			if tt.setup != nil {
+				tt.setup(f)
+			}
+			llm := &scriptLLM{replies: tt.replies}
+			o := NewOrchestrator(OrchestratorConfig{Owner: "p", Model: "m", MaxRounds: 3, Retries: 2, RetryDelay: time.Millisecond},
+				f, llm, slog.New(slog.DiscardHandler))
+			o.Step(t.Context(), 1)
+			if !slices.Equal(f.log, tt.want) {
+				t.Errorf("store calls:\n got  %q\n want %q", f.log, tt.want)
+			}
+			if tt.wantTool != nil && (len(llm.offered) == 0 || !slices.Equal(llm.offered[0], tt.wantTool)) {
+				t.Errorf("tools offered = %v, want %v", llm.offered, tt.wantTool)
+			}
+			if len(llm.replies) > 0 {
+				t.Errorf("%d scripted replies were never asked for", len(llm.replies))
+			}
+		})
+	}
+}
+
+// A failed step makes the session rest in this process even when the
+// failure cannot be recorded: nothing spins.
+func TestOrchestratorRestsAfterAFailedStep(t *testing.T) {
+	t.Parallel()
+	f := &orchFake{turn: Turn{ID: 7, SessionID: 1, State: TurnRunning}, sess: Session{ID: 1}, roster: DefaultRoles()}
+	away := errors.New("database away")
+	f.CountMasterFunc = func(int) error { return away }
+	f.FailTurnFunc = func() error { return away }
+	llm := &scriptLLM{}
+	o := NewOrchestrator(OrchestratorConfig{Owner: "p", Model: "m", Retries: 3}, f, llm, slog.New(slog.DiscardHandler))
+	if !o.Step(t.Context(), 1) {
+		t.Fatal("the first step did not run")
+	}
+	if o.Step(t.Context(), 1) {
+		t.Error("the session was stepped again at once after a failed step")
+	}
+	if len(llm.offered) != 0 {
+		t.Errorf("the model was called %d times", len(llm.offered))
+	}
+}
