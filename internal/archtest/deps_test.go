@@ -1,0 +1,97 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/callonbot/callon"
+
+// pkg is what go list tells of one package.
+type pkg struct {
+	ImportPath string
+	Imports    []string // what its non-test files import
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// under reports whether path is dir or a package below it.
+func under(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// TestDependencyRules checks the rules of ARCHITECTURE.md, "Dependency
+// rules", on every package's non-test imports.
+func TestDependencyRules(t *testing.T) {
+	t.Parallel()
+	rules := []struct {
+		name    string
+		applies func(importer, imported string) bool // true: a violation
+	}{
+		{"master imports no other package of callon", func(from, to string) bool {
+			return from == module+"/master" && under(to, module)
+		}},
+		{"discordgo is imported only in bot", func(from, to string) bool {
+			return under(to, "github.com/bwmarrin/discordgo") && !under(from, module+"/bot")
+		}},
+		{"pgx is imported only in store", func(from, to string) bool {
+			return under(to, "github.com/jackc/pgx") && !under(from, module+"/store")
+		}},
+		{"go-openai is imported only in llm", func(from, to string) bool {
+			return under(to, "github.com/sashabaranov/go-openai") && !under(from, module+"/llm")
+		}},
+		{"the MCP SDK is imported only in tools", func(from, to string) bool {
+			return under(to, "github.com/modelcontextprotocol/go-sdk") && !under(from, module+"/tools")
+		}},
+		{"workers never import bot: workers cannot post", func(from, to string) bool {
+			return under(from, module+"/workers") && under(to, module+"/bot")
+		}},
+		{"only cmd/callon wires the adapters together", func(from, to string) bool {
+			adapters := []string{"/bot", "/store", "/llm", "/workers", "/webhook", "/tools"}
+			if !under(from, module) || under(from, module+"/cmd") {
+				return false
+			}
+			for _, a := range adapters {
+				for _, b := range adapters {
+					if a != b && under(from, module+a) && under(to, module+b) && !under(to, module+"/store/storetest") {
+						return true
+					}
+				}
+			}
+			return false
+		}},
+	}
+	for _, p := range listPackages(t) {
+		for _, imp := range p.Imports {
+			for _, r := range rules {
+				if r.applies(p.ImportPath, imp) {
+					t.Errorf("%s imports %s: the rule is that %s", p.ImportPath, imp, r.name)
+				}
+			}
+		}
+	}
+}
