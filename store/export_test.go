@@ -17,7 +17,7 @@ func Pool(s *Store) *pgxpool.Pool { return s.pool }
 
 // SetListenerTimings shortens a listener's waits for tests.
 func SetListenerTimings(l *Listener, idleCheck, minBackoff, maxBackoff time.Duration) {
-	l.idleCheck, l.minBackoff, l.maxBackoff = idleCheck, minBackoff, maxBackoff
+	l.idleCheck, l.conn.minBackoff, l.conn.maxBackoff = idleCheck, minBackoff, maxBackoff
 }
 
 // Deliver hands a wake to a listener's subscribers as a notification would.
@@ -25,7 +25,7 @@ func Deliver(l *Listener, payload string) { l.deliver(payload) }
 
 // SetLivenessTimings shortens a liveness's waits for tests.
 func SetLivenessTimings(l *Liveness, backoff time.Duration) {
-	l.minBackoff, l.maxBackoff = backoff, backoff
+	l.conn.minBackoff, l.conn.maxBackoff = backoff, backoff
 }
 
 // AddSignal appends a signal to a session's bus (a worker's PROGRESS, a

@@ -54,8 +54,8 @@ func wakePayload(sessionIDs []int64) string {
 // subscriber with WakeAll; consumers also poll (see Wait), so a lost
 // wake delays work by at most one poll interval.
 type Listener struct {
-	connect func(ctx context.Context) (*pgx.Conn, error)
-	logger  *slog.Logger
+	conn   dedicated
+	logger *slog.Logger
 
 	mu      sync.Mutex
 	subs    map[chan string]struct{}
@@ -63,10 +63,9 @@ type Listener struct {
 
 	pid atomic.Uint32
 
-	// Tunables; tests shorten them.
-	idleCheck  time.Duration // how long a wait lasts before checking the connection
-	minBackoff time.Duration
-	maxBackoff time.Duration
+	// idleCheck is how long a wait lasts before the connection is
+	// checked; tests shorten it.
+	idleCheck time.Duration
 }
 
 // NewListener returns a Listener on the store's database. It connects
@@ -74,15 +73,20 @@ type Listener struct {
 func (s *Store) NewListener() *Listener {
 	cfg := s.pool.Config().ConnConfig
 	cfg.RuntimeParams["application_name"] = "callon-listener"
+	logger := s.logger.With("component", "listener")
 	return &Listener{
-		connect: func(ctx context.Context) (*pgx.Conn, error) {
-			return pgx.ConnectConfig(ctx, cfg.Copy())
+		conn: dedicated{
+			name: "listener",
+			connect: func(ctx context.Context) (*pgx.Conn, error) {
+				return pgx.ConnectConfig(ctx, cfg.Copy())
+			},
+			logger:     logger,
+			minBackoff: 100 * time.Millisecond,
+			maxBackoff: 10 * time.Second,
 		},
-		logger:     s.logger.With("component", "listener"),
-		subs:       make(map[chan string]struct{}),
-		idleCheck:  30 * time.Second,
-		minBackoff: 100 * time.Millisecond,
-		maxBackoff: 10 * time.Second,
+		logger:    logger,
+		subs:      make(map[chan string]struct{}),
+		idleCheck: 30 * time.Second,
 	}
 }
 
@@ -146,56 +150,19 @@ func (l *Listener) Run(ctx context.Context) error {
 		l.mu.Unlock()
 	}()
 
-	failures := 0
-	lost := false
-	for {
-		err := l.listen(ctx, func() {
-			if lost {
-				l.logger.Info("listener reconnected", "failed_attempts", failures-1)
-			}
-			failures, lost = 0, false
-		})
-		if ctx.Err() != nil {
-			return nil
-		}
-		if failures == 0 {
-			// Once per outage; the retries that follow log at debug.
-			l.logger.Warn("listener disconnected; reconnecting", "err", err)
-			lost = true
-		} else {
-			l.logger.Debug("listener reconnect failed", "err", err, "failures", failures)
-		}
-		failures++
-		t := time.NewTimer(master.Backoff(failures, l.minBackoff, l.maxBackoff))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-	}
+	l.conn.run(ctx, l.listen)
+	return nil
 }
 
-// listen runs one connection: connect, LISTEN, announce, then wait for
-// notifications until an error. connected is called once LISTEN holds.
-func (l *Listener) listen(ctx context.Context, connected func()) error {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	conn, err := l.connect(cctx)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	defer func() {
-		l.pid.Store(0)
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		conn.Close(cctx)
-	}()
+// listen runs one connection: LISTEN, announce, then wait for
+// notifications until an error.
+func (l *Listener) listen(ctx context.Context, conn *pgx.Conn, established func()) error {
+	defer l.pid.Store(0)
 	if _, err := conn.Exec(ctx, "LISTEN "+WakeChannel); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	l.pid.Store(conn.PgConn().PID())
-	connected()
+	established()
 	l.deliver(WakeAll)
 
 	for {

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/callonbot/callon/master"
 )
 
 // processLockClass is the first key of every process's advisory lock,
@@ -27,16 +25,14 @@ const takeoverGrace = 500 * time.Millisecond
 // frees the lock, and any process's sweep (SweepExpired) takes its leases
 // back within seconds instead of waiting for them to expire.
 type Liveness struct {
-	connect func(ctx context.Context) (*pgx.Conn, error)
-	owner   string
-	logger  *slog.Logger
+	conn   dedicated
+	owner  string
+	logger *slog.Logger
 
 	readyOnce sync.Once
 	ready     chan struct{}
 
-	ping       time.Duration
-	minBackoff time.Duration
-	maxBackoff time.Duration
+	ping time.Duration
 }
 
 // NewLiveness returns the liveness of the process named owner (the name
@@ -44,16 +40,21 @@ type Liveness struct {
 func (s *Store) NewLiveness(owner string) *Liveness {
 	cfg := s.pool.Config().ConnConfig
 	cfg.RuntimeParams["application_name"] = "callon-liveness"
+	logger := s.logger.With("component", "liveness", "owner", owner)
 	return &Liveness{
-		connect: func(ctx context.Context) (*pgx.Conn, error) {
-			return pgx.ConnectConfig(ctx, cfg.Copy())
+		conn: dedicated{
+			name: "liveness lock",
+			connect: func(ctx context.Context) (*pgx.Conn, error) {
+				return pgx.ConnectConfig(ctx, cfg.Copy())
+			},
+			logger:     logger,
+			minBackoff: 100 * time.Millisecond,
+			maxBackoff: 5 * time.Second,
 		},
-		owner:      owner,
-		logger:     s.logger.With("component", "liveness", "owner", owner),
-		ready:      make(chan struct{}),
-		ping:       5 * time.Second,
-		minBackoff: 100 * time.Millisecond,
-		maxBackoff: 5 * time.Second,
+		owner:  owner,
+		logger: logger,
+		ready:  make(chan struct{}),
+		ping:   5 * time.Second,
 	}
 }
 
@@ -65,45 +66,22 @@ func (l *Liveness) Ready() <-chan struct{} { return l.ready }
 // registration, so a process that stops gracefully is not taken for
 // dead. It returns nil when ctx ends.
 func (l *Liveness) Run(ctx context.Context) error {
-	failures := 0
-	for {
-		err := l.hold(ctx, func() { failures = 0 })
-		if ctx.Err() != nil {
-			return nil
-		}
-		failures++
-		if failures == 1 {
-			l.logger.Warn("liveness lock lost; locking again", "err", err)
-		}
-		t := time.NewTimer(master.Backoff(failures, l.minBackoff, l.maxBackoff))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-	}
+	l.conn.run(ctx, l.hold)
+	return nil
 }
 
-// hold connects, registers, locks, and keeps the connection alive until
-// it fails or ctx ends.
-func (l *Liveness) hold(ctx context.Context, locked func()) error {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	conn, err := l.connect(cctx)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
+// hold registers, locks, and keeps the connection alive until it fails
+// or ctx ends.
+func (l *Liveness) hold(ctx context.Context, conn *pgx.Conn, established func()) error {
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
 		if ctx.Err() != nil {
 			// A graceful stop: no one should take this process for dead.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
 			if _, err := conn.Exec(cctx, `DELETE FROM processes WHERE owner = $1`, l.owner); err != nil {
 				l.logger.Warn("unregister process", "err", err)
 			}
 		}
-		conn.Close(cctx)
 	}()
 	var key int32
 	if err := conn.QueryRow(ctx, `
@@ -119,7 +97,7 @@ func (l *Liveness) hold(ctx context.Context, locked func()) error {
 	if _, err := conn.Exec(ctx, `UPDATE processes SET lost_at = NULL WHERE owner = $1`, l.owner); err != nil {
 		return fmt.Errorf("register: %w", err)
 	}
-	locked()
+	established()
 	l.readyOnce.Do(func() { close(l.ready) })
 	t := time.NewTicker(l.ping)
 	defer t.Stop()

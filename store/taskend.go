@@ -302,34 +302,25 @@ func sweepExpired(ctx context.Context, tx pgx.Tx, dead []string) (requeued, fail
 // cancelTurnTasks cancels a turn's open tasks within tx, with a
 // TASK_COMPLETE signal each. It does not notify.
 func cancelTurnTasks(ctx context.Context, tx pgx.Tx, turnID int64, reason string) (int, error) {
-	var n int
-	err := tx.QueryRow(ctx, `
-		WITH cancelled AS (
-			UPDATE tasks
-			SET state = 'cancelled', error = nullif($2, ''), lease_until = NULL,
-			    ended_at = now(), updated_at = now()
-			WHERE turn_id = $1 AND state IN ('queued', 'running')
-			RETURNING id, session_id, error
-		), signalled AS (
-			INSERT INTO signals (session_id, task_id, kind, payload)
-			SELECT c.session_id, c.id, 'TASK_COMPLETE',
-			       jsonb_strip_nulls(jsonb_build_object('state', 'cancelled', 'error', c.error))
-			FROM cancelled c
-		)
-		SELECT count(*) FROM cancelled`, turnID, reason).Scan(&n)
-	return n, err
+	return cancelOpenTasks(ctx, tx, "turn_id", turnID, reason)
 }
 
 // cancelSessionTasks cancels the session's open tasks within tx, with a
 // TASK_COMPLETE signal each. It does not notify.
 func cancelSessionTasks(ctx context.Context, tx pgx.Tx, sessionID int64, reason string) (int, error) {
+	return cancelOpenTasks(ctx, tx, "session_id", sessionID, reason)
+}
+
+// cancelOpenTasks cancels the queued and running tasks whose column (a
+// turn_id or a session_id) is id, with reason as their error.
+func cancelOpenTasks(ctx context.Context, tx pgx.Tx, column string, id int64, reason string) (int, error) {
 	var n int
 	err := tx.QueryRow(ctx, `
 		WITH cancelled AS (
 			UPDATE tasks
 			SET state = 'cancelled', error = nullif($2, ''), lease_until = NULL,
 			    ended_at = now(), updated_at = now()
-			WHERE session_id = $1 AND state IN ('queued', 'running')
+			WHERE `+column+` = $1 AND state IN ('queued', 'running')
 			RETURNING id, session_id, error
 		), signalled AS (
 			INSERT INTO signals (session_id, task_id, kind, payload)
@@ -337,6 +328,6 @@ func cancelSessionTasks(ctx context.Context, tx pgx.Tx, sessionID int64, reason 
 			       jsonb_strip_nulls(jsonb_build_object('state', 'cancelled', 'error', c.error))
 			FROM cancelled c
 		)
-		SELECT count(*) FROM cancelled`, sessionID, reason).Scan(&n)
+		SELECT count(*) FROM cancelled`, id, reason).Scan(&n)
 	return n, err
 }

@@ -44,7 +44,8 @@ type Store interface {
 // store can produce it without importing workers.
 type TaskInput = master.TaskInput
 
-// Defaults for the zero fields of Config (see ARCHITECTURE.md, timing).
+// Defaults for the zero fields of Config (README, Configuration, has the
+// matching variables).
 const (
 	DefaultSlots       = 4
 	DefaultLease       = 30 * time.Second
