@@ -26,7 +26,9 @@ type orchFake struct {
 	FailTurnFunc    func() error
 }
 
-func (f *orchFake) note(format string, args ...any) { f.log = append(f.log, fmt.Sprintf(format, args...)) }
+func (f *orchFake) note(format string, args ...any) {
+	f.log = append(f.log, fmt.Sprintf(format, args...))
+}
 
 func (f *orchFake) Session(context.Context, int64) (Session, error)  { return f.sess, nil }
 func (f *orchFake) Roster(context.Context, int64) ([]Role, error)    { return f.roster, nil }
@@ -115,7 +117,7 @@ func (f *orchFake) DispatchedByTurn(context.Context, int64, string) (Session, er
 	return Session{}, ErrNotFound
 }
 func (f *orchFake) ActiveSessions(context.Context, string) (int, error) { return 0, nil }
-func (f *orchFake) AddUsage(context.Context, int64, Usage) error       { return nil }
+func (f *orchFake) AddUsage(context.Context, int64, Usage) error        { return nil }
 
 // scriptLLM answers with its replies in order and records the tools each
 // request offered.

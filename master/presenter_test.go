@@ -16,7 +16,9 @@ type statusFake struct {
 	log   []string
 }
 
-func (f *statusFake) note(format string, args ...any) { f.log = append(f.log, fmt.Sprintf(format, args...)) }
+func (f *statusFake) note(format string, args ...any) {
+	f.log = append(f.log, fmt.Sprintf(format, args...))
+}
 func (f *statusFake) ActiveTurns(context.Context) ([]TurnStatus, error) {
 	return f.turns, nil
 }
@@ -68,7 +70,7 @@ func TestPresenterShow(t *testing.T) {
 		p.tick(t.Context())
 	}
 	step(0)
-	step(time.Second)                   // nothing changed that shows
+	step(time.Second)                    // nothing changed that shows
 	f.turns[0].Tasks[0].State = TaskDone // changed, but too soon to edit
 	f.turns[0].Tasks[0].EndedAt = start.Add(time.Second)
 	step(500 * time.Millisecond)
