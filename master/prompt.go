@@ -30,11 +30,10 @@ type turnContext struct {
 // the goal, the roster, a summary of older exchanges, the recent ones
 // verbatim, the user's message, and this turn's rounds with their results.
 func masterMessages(c turnContext) []Message {
-	older, recent := c.history, []Exchange(nil)
+	var older []Exchange
+	recent := c.history
 	if n := len(c.history); n > c.recent {
 		older, recent = c.history[:n-c.recent], c.history[n-c.recent:]
-	} else {
-		older, recent = nil, c.history
 	}
 	msgs := []Message{{Role: RoleSystem, Content: masterSystemPrompt(c, older)}}
 	for _, e := range recent {

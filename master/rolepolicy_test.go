@@ -71,10 +71,9 @@ func TestDefaultMaxPrompt(t *testing.T) {
 // recordingRoleStore records the writes SetRole passes on.
 type recordingRoleStore struct {
 	fakeRoleStore
-	set   []master.Role
-	max   int
-	full  bool
-	names []string // ResetRoles' answer
+	set  []master.Role
+	max  int
+	full bool
 }
 
 func (s *recordingRoleStore) SetRole(_ context.Context, _ master.RoleScope, r master.Role, _ string, max int) (bool, error) {
