@@ -75,7 +75,7 @@ func (b *Bot) Messenger() *Messenger { return NewMessenger(b.s) }
 func (b *Bot) Run(ctx context.Context) error {
 	b.ctx = ctx
 	if err := b.s.Open(); err != nil {
-		return fmt.Errorf("connect to Discord gateway: %w", err)
+		return describeGatewayError(fmt.Errorf("connect to Discord gateway: %w", err))
 	}
 	defer func() {
 		b.wg.Wait()
@@ -100,13 +100,14 @@ func (b *Bot) Run(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := b.s.ApplicationCommandBulkOverwrite(b.appID, b.cfg.GuildID, commandDefinitions(), discordgo.WithContext(rctx)); err != nil {
-		return fmt.Errorf("register slash commands: %w", err)
+		return describeAuthError(fmt.Errorf("register slash commands: %w", err))
 	}
 	where := "globally"
 	if b.cfg.GuildID != "" {
 		where = "in guild " + b.cfg.GuildID
 	}
 	b.log.Info("connected", "app_id", b.appID, "bot_user", b.botUser, "commands", len(commands), "registered", where)
+	b.log.Info("invite the bot to a server with this URL", "invite_url", InviteURL(b.appID))
 	<-ctx.Done()
 	return nil
 }

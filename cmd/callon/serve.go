@@ -48,6 +48,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		return err
 	}
 	log.Info("starting callon", "version", version, "config", cfg)
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
 	st, err := store.Open(ctx, cfg.DatabaseURL, log)
 	if err != nil {
 		return err
