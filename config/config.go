@@ -58,6 +58,9 @@ type Config struct {
 	Roles []Roster
 	// MCPServers is the roles file's mcp_servers, in name order.
 	MCPServers []MCPServer
+	// Providers are the named model providers besides OPENAI_*, from the
+	// roles file and CALLON_PROVIDERS, in name order.
+	Providers []Provider
 	// Models is what a role may name (CALLON_MODELS); the worker model
 	// is always on it.
 	Models    []string
@@ -141,8 +144,9 @@ func Load(getenv func(string) string) Config {
 		if err != nil {
 			p.fail("CALLON_ROLES_FILE", "%v", err)
 		}
-		c.Roles, c.MCPServers = rf.Rosters, rf.MCPServers
+		c.Roles, c.MCPServers, c.Providers = rf.Rosters, rf.MCPServers, rf.Providers
 	}
+	c.Providers = p.providers(c.Providers)
 	c.HandBack = p.handBack()
 	c.Webhook = p.webhook()
 	c.errs, c.Warnings = p.errs, p.warnings
@@ -207,7 +211,7 @@ func (c Config) String() string {
 		l.TaskTimeout, l.TaskLease, l.SweepInterval, l.MaxAttempts, l.WorkerSlots, l.LLMConcurrency,
 		l.SessionTokens, l.History, strings.Join(c.Models, ","), l.MaxPrompt) + fmt.Sprintf(" llm_retries=%d master_retries=%d master_retry_delay=%s max_master_calls=%d outbox_retry_for=%s",
 		l.LLMRetries, l.MasterRetries, l.MasterRetry, l.MaxMasterCalls, l.OutboxRetryFor) +
-		" " + c.HandBack.String() + " " + c.Webhook.String()
+		" " + c.HandBack.String() + " " + c.Webhook.String() + " providers=" + providerList(c.Providers)
 }
 
 // LogValue keeps secrets out of structured logs too.
@@ -357,4 +361,13 @@ func (p *parser) level(v string) slog.Level {
 	}
 	p.fail(v, "must be one of debug, info, warn, error, got %q", s)
 	return slog.LevelInfo
+}
+
+// providerList names the providers and their URLs, never their keys.
+func providerList(ps []Provider) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = p.Name + "=" + RedactURL(p.BaseURL)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
 }

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -69,8 +67,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	st.SetMaxAttempts(cfg.Limits.MaxAttempts)
 	owner := master.NewOwner()
 	lim := cfg.Limits
-	model := llm.New(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
-		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, log) // llm reads 0 as its default and a negative as none
+	providers := map[string]llm.Config{}
+	for _, p := range cfg.Providers {
+		providers[p.Name] = llm.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers}
+	}
+	model := llm.NewRouter(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
+		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, providers, log) // llm reads 0 as its default and a negative as none
 	listener := st.NewListener()
 	live := st.NewLiveness(owner)
 
@@ -140,26 +142,20 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	return err
 }
 
-// checkModels warns when the LLM server does not list the master's or the
-// workers' model. Only a warning: some servers list nothing.
-func checkModels(ctx context.Context, model *llm.Client, cfg config.Config, log *slog.Logger) {
+// checkModels warns when a model's provider does not list the master's
+// or the workers' model. Only a warning: some servers list nothing.
+func checkModels(ctx context.Context, model *llm.Router, cfg config.Config, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	ids, err := model.Models(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			log.Warn("could not list the LLM server's models; is OPENAI_BASE_URL right?", "base_url", cfg.OpenAIBaseURL, "err", err)
-		}
-		return
-	}
-	if len(ids) == 0 {
-		return
-	}
 	for _, m := range []struct{ name, v, model string }{
 		{"master", "CALLON_MASTER_MODEL", cfg.MasterModel}, {"worker", "CALLON_WORKER_MODEL", cfg.WorkerModel},
 	} {
-		if !slices.Contains(ids, m.model) {
-			log.Warn("the LLM server does not list the "+m.name+" model: calls to it will fail", "model", m.model, "variable", m.v, "base_url", cfg.OpenAIBaseURL, "models", master.Truncate(strings.Join(ids, ", "), 300))
+		has, known, err := model.HasModel(ctx, m.model)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("could not list the LLM server's models; is its base URL right?", "model", m.model, "err", err)
+		case known && !has:
+			log.Warn("the LLM server does not list the "+m.name+" model: calls to it will fail", "model", m.model, "variable", m.v)
 		}
 	}
 }
