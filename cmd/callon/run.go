@@ -20,6 +20,8 @@ Usage:
   callon migrate      apply the database schema and exit
   callon signals --thread ID | --session ID
                       print a team's signals as JSON lines
+  callon chat --goal "…" [--channel-roles FILE]
+                      talk to a team in the terminal (no Discord needed)
   callon invite       print the OAuth2 URL that adds the bot to a server
   callon version      print the version (also: callon --version)
 
@@ -29,7 +31,7 @@ another; the environment wins); see README.md.
 `
 
 // run is the whole program; main only hands it the process's world.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("callon", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
@@ -65,6 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		fmt.Fprintln(stdout, "callon", version)
 		return nil
+	case "chat":
+		return chat(ctx, getenv, rest, stdin, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

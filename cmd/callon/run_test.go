@@ -22,7 +22,7 @@ import (
 func runCmd(t *testing.T, env map[string]string, args ...string) (string, string, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), args, func(k string) string { return env[k] }, &stdout, &stderr)
+	err := run(t.Context(), args, func(k string) string { return env[k] }, strings.NewReader(""), &stdout, &stderr)
 	return stdout.String(), stderr.String(), err
 }
 
@@ -187,7 +187,7 @@ func TestRunStopsWhenDatabaseIsUnreachable(t *testing.T) {
 	var stderr bytes.Buffer
 	err := run(ctx, []string{"migrate"}, func(k string) string {
 		return map[string]string{"DATABASE_URL": "postgres://callon:hunter2@127.0.0.1:1/callon?connect_timeout=2"}[k]
-	}, &bytes.Buffer{}, &stderr)
+	}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
 	if err == nil {
 		t.Fatal("migrate against a closed port returned nil")
 	}

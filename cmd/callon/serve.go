@@ -67,12 +67,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	st.SetMaxAttempts(cfg.Limits.MaxAttempts)
 	owner := master.NewOwner()
 	lim := cfg.Limits
-	providers := map[string]llm.Config{}
-	for _, p := range cfg.Providers {
-		providers[p.Name] = llm.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers}
-	}
 	model := llm.NewRouter(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
-		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, providers, log) // llm reads 0 as its default and a negative as none
+		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, providerConfigs(cfg), log) // llm reads 0 as its default and a negative as none
 	listener := st.NewListener()
 	live := st.NewLiveness(owner)
 
