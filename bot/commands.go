@@ -24,12 +24,13 @@ var commands = []command{callonCommand, teamCommand, replanCommand, dissolveComm
 // guildOnly restricts a command to servers (no DMs, no group DMs).
 var guildOnly = &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild}
 
+// commandDefinitions is what is registered: every command, translated.
 func commandDefinitions() []*discordgo.ApplicationCommand {
 	defs := make([]*discordgo.ApplicationCommand, len(commands))
 	for i, c := range commands {
 		defs[i] = c.def
 	}
-	return defs
+	return localize(defs)
 }
 
 // form is what a button or a modal leads to: handle runs when the
