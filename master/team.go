@@ -93,7 +93,7 @@ const (
 func RenderTeam(v TeamView, workerModel string) Embed {
 	e := Embed{
 		Title:       "Team: " + oneLine(v.Session.Goal, embedTitleMax-6),
-		Description: fmt.Sprintf("**Goal:** %s", Truncate(v.Session.Goal, 1500)),
+		Description: fmt.Sprintf("**Goal:** %s\nStarted <t:%d:R>", Truncate(v.Session.Goal, 1500), v.Session.CreatedAt.Unix()),
 	}
 	var members strings.Builder
 	for _, m := range Members(v.Roster, v.Turn, v.Tasks) {
@@ -151,9 +151,8 @@ func RenderTeam(v TeamView, workerModel string) Embed {
 		events.WriteString("None yet.")
 	}
 	e.Fields = append(e.Fields, EmbedField{Name: "Latest events", Value: events.String()})
-	e.Footer = fmt.Sprintf("Tokens used: %d (%d prompt, %d completion) · session #%d · started %s ago",
-		v.Session.Usage.Total(), v.Session.Usage.PromptTokens, v.Session.Usage.CompletionTokens,
-		v.Session.ID, Elapsed(v.Now.Sub(v.Session.CreatedAt)))
+	e.Footer = fmt.Sprintf("Tokens used: %d (%d prompt, %d completion) · session #%d",
+		v.Session.Usage.Total(), v.Session.Usage.PromptTokens, v.Session.Usage.CompletionTokens, v.Session.ID)
 	return e.Fit()
 }
 
