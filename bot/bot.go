@@ -140,6 +140,7 @@ func (b *Bot) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
 	in := master.Incoming{
 		ID: m.ID, GuildID: m.GuildID, ChannelID: m.ChannelID,
 		AuthorID: m.Author.ID, AuthorBot: m.Author.Bot, Content: m.Content,
+		Attachments: incomingAttachments(m.Attachments),
 	}
 	if b.route(b.ctx, in) == nil {
 		return

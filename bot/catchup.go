@@ -45,7 +45,8 @@ func (b *Bot) MessagesAfter(ctx context.Context, channelID, after string, limit 
 			return cmp.Compare(a, b)
 		})
 		for _, m := range page {
-			in := master.Incoming{ID: m.ID, GuildID: m.GuildID, ChannelID: channelID, Content: m.Content}
+			in := master.Incoming{ID: m.ID, GuildID: m.GuildID, ChannelID: channelID, Content: m.Content,
+				Attachments: incomingAttachments(m.Attachments)}
 			if m.Author != nil {
 				in.AuthorID, in.AuthorBot = m.Author.ID, m.Author.Bot
 			}

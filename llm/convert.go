@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,10 @@ func toOpenAI(req master.ChatRequest) (openai.ChatCompletionRequest, error) {
 	}
 	for _, m := range req.Messages {
 		om := openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		if len(m.Images) > 0 {
+			// Text and images go as parts; go-openai refuses both fields.
+			om.Content, om.MultiContent = "", imageParts(m)
+		}
 		for _, tc := range m.ToolCalls {
 			om.ToolCalls = append(om.ToolCalls, openai.ToolCall{
 				ID:       tc.ID,
@@ -74,6 +79,22 @@ func toOpenAI(req master.ChatRequest) (openai.ChatCompletionRequest, error) {
 		}
 	}
 	return out, nil
+}
+
+// imageParts is a message with images as content parts: its text, then
+// each image as a data URL.
+func imageParts(m master.Message) []openai.ChatMessagePart {
+	parts := []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: m.Content}}
+	for _, img := range m.Images {
+		parts = append(parts, openai.ChatMessagePart{
+			Type: openai.ChatMessagePartTypeImageURL,
+			ImageURL: &openai.ChatMessageImageURL{
+				URL:    "data:" + img.ContentType + ";base64," + base64.StdEncoding.EncodeToString(img.Data),
+				Detail: openai.ImageURLDetailAuto,
+			},
+		})
+	}
+	return parts
 }
 
 // reasoningModel reports whether OpenAI (and go-openai's validation)

@@ -90,8 +90,12 @@ type Turn struct {
 	MasterCalls int
 	// NotBefore puts the turn's next decision off until then.
 	NotBefore time.Time
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// Attachments are the message's files, given when the turn is
+	// recorded (see AttachmentPolicy.Plan); a turn read back does not
+	// carry them: they are read on their own, with their content.
+	Attachments []Attachment
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // TaskState is the life cycle of a task.
@@ -129,11 +133,14 @@ type Task struct {
 	Error       string
 	// QA holds the questions the task asked (need_info) and their
 	// answers; the last answer is empty while the task waits for one.
-	QA        []QA
-	Usage     Usage
-	CreatedAt time.Time
-	StartedAt time.Time // zero until first claimed
-	EndedAt   time.Time // zero until terminal
+	QA []QA
+	// Attachments are the ids of the turn's files the master handed to
+	// the task.
+	Attachments []int64
+	Usage       Usage
+	CreatedAt   time.Time
+	StartedAt   time.Time // zero until first claimed
+	EndedAt     time.Time // zero until terminal
 }
 
 // QA is a worker's question and the answer it got.
@@ -156,6 +163,7 @@ type NewTask struct {
 	Role        string
 	Instruction string
 	DependsOn   []int
+	Attachments []int64 // ids of the turn's files the task is given
 }
 
 // Outcome is how a worker ended a task.
@@ -214,4 +222,7 @@ type TaskInput struct {
 	// Team is the other roles a worker may hand off to: names and
 	// descriptions only, never their prompts.
 	Team []Role
+	// Attachments are the files of the user's message the master handed
+	// to the task, with their content.
+	Attachments []Attachment
 }

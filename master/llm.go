@@ -35,8 +35,16 @@ type ChatRequest struct {
 type Message struct {
 	Role       string
 	Content    string
+	Images     []Image    // user messages: pictures for a model that sees images
 	ToolCalls  []ToolCall // assistant messages that called tools
 	ToolCallID string     // tool messages: the call they answer
+}
+
+// Image is a picture given to a model with a message.
+type Image struct {
+	Name        string
+	ContentType string // image/png, image/jpeg, image/gif or image/webp
+	Data        []byte
 }
 
 // Tool is a function the model may call; Parameters is a JSON schema.

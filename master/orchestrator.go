@@ -45,6 +45,10 @@ type OrchestratorConfig struct {
 	// Catalog, when set, gives a channel's configured roles: a role that
 	// replan adds under one of those names takes its prompt and model.
 	Catalog CatalogFunc
+
+	// Vision says the master's model is given the images attached to a
+	// message; without it, it is told their names.
+	Vision bool
 }
 
 func (c OrchestratorConfig) withDefaults() OrchestratorConfig {
@@ -82,6 +86,9 @@ type OrchestratorStore interface {
 	// starting it (queued → running) if needed; ErrNotFound when none.
 	OpenTurn(ctx context.Context, sessionID int64) (Turn, error)
 	TurnTasks(ctx context.Context, turnID int64) ([]Task, error)
+	// TurnAttachments returns the files of a turn's message, in order,
+	// with the content of those stored.
+	TurnAttachments(ctx context.Context, turnID int64) ([]Attachment, error)
 	// History returns up to limit finished turns of the session before
 	// turn beforeID, oldest first, with what the team answered.
 	History(ctx context.Context, sessionID, beforeID int64, limit int) ([]Exchange, error)
@@ -418,6 +425,15 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, boo
 			return &turn, false, nil // fan-in: the round is still running
 		}
 	}
+	atts, err := o.store.TurnAttachments(ctx, turn.ID)
+	if err != nil {
+		return &turn, false, fmt.Errorf("turn attachments: %w", err)
+	}
+	for _, a := range atts {
+		if a.State == AttachmentPending {
+			return &turn, false, nil // the fetcher wakes the session when it has the file
+		}
+	}
 	session, err := o.store.Session(ctx, sessionID)
 	if err != nil {
 		return &turn, false, fmt.Errorf("session: %w", err)
@@ -438,6 +454,9 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, boo
 		turn:      turn,
 		tasks:     tasks,
 		maxRounds: o.cfg.MaxRounds,
+
+		attachments: atts,
+		vision:      o.cfg.Vision,
 	}
 	switch {
 	case turn.Round >= o.cfg.MaxRounds:
@@ -482,7 +501,11 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err
 	}()
 	retried, actions := false, 0
 	env := decisionEnv{maxTasks: o.cfg.MaxTasks, maxRoles: o.cfg.MaxRoles, mustReply: tc.mustReply != "", round: tc.roundTasks(),
-		reportTo: tc.session.ReportTo, dispatch: o.cfg.Dispatch && tc.session.DispatchDepth < o.cfg.DispatchDepth}
+		reportTo: tc.session.ReportTo, dispatch: o.cfg.Dispatch && tc.session.DispatchDepth < o.cfg.DispatchDepth,
+		attachments: tc.attachments}
+	// What the turn posts names the files nobody read, whatever the model
+	// wrote.
+	told := func(text string) string { return text + unreadNotice(text, tc.attachments, tc.vision, tc.tasks) }
 	for {
 		env.roster = tc.roster
 		tools := masterTools(env)
@@ -504,7 +527,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err
 		usage = usage.Add(resp.Usage)
 		if len(resp.ToolCalls) == 0 {
 			if text := strings.TrimSpace(resp.Content); text != "" {
-				return o.finish(ctx, g, OutReply, TurnDone, text, usage) // a text-only answer is a reply
+				return o.finish(ctx, g, OutReply, TurnDone, told(text), usage) // a text-only answer is a reply
 			}
 			resp.ToolCalls = []ToolCall{{ID: "missing", Name: "", Arguments: ""}}
 		}
@@ -521,9 +544,9 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err
 			}
 			switch d.tool {
 			case ToolReply:
-				return o.finish(ctx, g, OutReply, TurnDone, d.text, usage)
+				return o.finish(ctx, g, OutReply, TurnDone, told(d.text), usage)
 			case ToolAskUser:
-				return o.finish(ctx, g, OutQuestion, TurnWaiting, d.text, usage)
+				return o.finish(ctx, g, OutQuestion, TurnWaiting, told(d.text), usage)
 			case ToolDelegate:
 				ids, err := o.store.Delegate(ctx, g, d.tasks, usage)
 				if err != nil {

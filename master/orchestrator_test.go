@@ -19,6 +19,7 @@ type orchFake struct {
 	tasks  []Task
 	sess   Session
 	roster []Role
+	atts   []Attachment
 	log    []string
 
 	FinishFunc      func(f Finish) error
@@ -33,6 +34,9 @@ func (f *orchFake) note(format string, args ...any) {
 func (f *orchFake) Session(context.Context, int64) (Session, error)  { return f.sess, nil }
 func (f *orchFake) Roster(context.Context, int64) ([]Role, error)    { return f.roster, nil }
 func (f *orchFake) TurnTasks(context.Context, int64) ([]Task, error) { return f.tasks, nil }
+func (f *orchFake) TurnAttachments(context.Context, int64) ([]Attachment, error) {
+	return f.atts, nil
+}
 func (f *orchFake) OpenTurn(context.Context, int64) (Turn, error) {
 	if f.turn.State != TurnRunning {
 		return Turn{}, ErrNotFound
@@ -86,7 +90,11 @@ func (f *orchFake) AbandonTurn(_ context.Context, _ Guard, text string) error {
 func (f *orchFake) Delegate(_ context.Context, _ Guard, tasks []NewTask, _ Usage) ([]int64, error) {
 	var parts []string
 	for _, t := range tasks {
-		parts = append(parts, fmt.Sprintf("%s:%s%v", t.Role, t.Instruction, t.DependsOn))
+		part := fmt.Sprintf("%s:%s%v", t.Role, t.Instruction, t.DependsOn)
+		if len(t.Attachments) > 0 {
+			part += fmt.Sprintf("files%v", t.Attachments)
+		}
+		parts = append(parts, part)
 	}
 	f.note("delegate %s", strings.Join(parts, " "))
 	f.turn.Round++
@@ -194,6 +202,33 @@ func TestOrchestratorDecide(t *testing.T) {
 		{name: "the ceiling: no model call", setup: func(f *orchFake) {
 			f.CountMasterFunc = func(int) error { return ErrCeiling }
 		}, replies: nil, want: []string{"finish reply done: " + apologyCeiling}},
+		{name: "a file not read is named after the reply", setup: func(f *orchFake) { f.atts = []Attachment{bigPDF} },
+			replies: []func() (ChatResponse, error){call("reply", `{"text":"done"}`)},
+			want:    []string{"finish reply done: done\n\n-# 📎 Not read: big.pdf (3 MB): larger than the 2 MB limit per file"}},
+		{name: "a reply that names it already", setup: func(f *orchFake) { f.atts = []Attachment{bigPDF} },
+			replies: []func() (ChatResponse, error){call("reply", `{"text":"Big.pdf was too large for me"}`)},
+			want:    []string{"finish reply done: Big.pdf was too large for me"}},
+		{name: "a question names it too", setup: func(f *orchFake) { f.atts = []Attachment{bigPDF} },
+			replies: []func() (ChatResponse, error){call("ask_user", `{"question":"which one?"}`)},
+			want:    []string{"finish question waiting: which one?\n\n-# 📎 Not read: big.pdf (3 MB): larger than the 2 MB limit per file"}},
+		{name: "an image the master cannot see, handed to nobody", setup: func(f *orchFake) { f.atts = []Attachment{photo} },
+			replies: []func() (ChatResponse, error){call("reply", `{"text":"ok"}`)},
+			want:    []string{"finish reply done: ok\n\n-# 📎 Not read: photo.png (2 KB): the model cannot see images"}},
+		{name: "an image handed to a worker", round: 1, setup: func(f *orchFake) { f.atts = []Attachment{photo} },
+			tasks:   []Task{{ID: 3, Round: 1, Role: "researcher", State: TaskDone, Result: "a cat", Attachments: []int64{photo.ID}}},
+			replies: []func() (ChatResponse, error){call("reply", `{"text":"ok"}`)},
+			want:    []string{"finish reply done: ok"}},
+		{name: "delegate hands a file over", setup: func(f *orchFake) { f.atts = []Attachment{bigPDF, notes} },
+			replies: []func() (ChatResponse, error){call("delegate", `{"tasks":[{"role":"researcher","instruction":"read","attachments":["NOTES.md"]}]}`)},
+			want:    []string{"delegate researcher:read[]files[9]"}},
+		{name: "a file that cannot be handed over: retried", setup: func(f *orchFake) { f.atts = []Attachment{bigPDF, notes} },
+			replies: []func() (ChatResponse, error){
+				call("delegate", `{"tasks":[{"role":"researcher","instruction":"read","attachments":["big.pdf"]}]}`),
+				call("reply", `{"text":"notes.md and big.pdf: no"}`)},
+			want: []string{"finish reply done: notes.md and big.pdf: no"}},
+		{name: "a file still downloading: no decision yet", setup: func(f *orchFake) {
+			f.atts = []Attachment{{ID: 4, Name: "slow.txt", Kind: KindText, State: AttachmentPending}}
+		}, replies: nil, want: nil},
 		{name: "a step that keeps failing: abandoned", setup: func(f *orchFake) {
 			f.turn.MasterFailures = 2
 			f.FinishFunc = func(Finish) error { return errors.New("constraint violated") }
@@ -228,6 +263,13 @@ func TestOrchestratorDecide(t *testing.T) {
 		})
 	}
 }
+
+// Files of the orchestrator's tests.
+var (
+	bigPDF = Attachment{ID: 8, Name: "big.pdf", Size: 3 << 20, Kind: KindOther, State: AttachmentSkipped, Note: "larger than the 2 MB limit per file"}
+	notes  = Attachment{ID: 9, Name: "notes.md", Size: 10, Kind: KindText, State: AttachmentStored, Data: []byte("# notes")}
+	photo  = Attachment{ID: 10, Name: "photo.png", Size: 2048, Kind: KindImage, State: AttachmentStored, ContentType: "image/png", Data: []byte("\x89PNG")}
+)
 
 // A failed step makes the session rest in this process even when the
 // failure cannot be recorded: nothing spins.

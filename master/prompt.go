@@ -24,6 +24,10 @@ type turnContext struct {
 	tasks     []Task // this turn's tasks, every round so far
 	maxRounds int
 	mustReply string // why only reply is allowed now; "" otherwise
+	// attachments are the files of the turn's message; vision says the
+	// master's model is given images.
+	attachments []Attachment
+	vision      bool
 }
 
 // masterMessages builds the bounded chat context for one master decision:
@@ -46,12 +50,12 @@ func masterMessages(c turnContext) []Message {
 			msgs = append(msgs, Message{Role: RoleAssistant, Content: answer})
 		}
 	}
-	msgs = append(msgs, Message{Role: RoleUser, Content: userLine(c.turn.AuthorID, c.turn.Content)})
+	msgs = append(msgs, c.userMessage())
 	for round := 1; round <= c.turn.Round; round++ {
 		tasks := roundTasks(c.tasks, round)
 		id := "round-" + strconv.Itoa(round)
 		msgs = append(msgs,
-			Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Name: ToolDelegate, Arguments: delegateArgs(tasks)}}},
+			Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Name: ToolDelegate, Arguments: delegateArgs(tasks, c.attachments)}}},
 			Message{Role: RoleTool, ToolCallID: id, Content: fmt.Sprintf("Round %d of %d has ended. Results:\n\n%s", round, c.maxRounds, formatResults(tasks))},
 		)
 	}
@@ -59,6 +63,21 @@ func masterMessages(c turnContext) []Message {
 		msgs = append(msgs, Message{Role: RoleSystem, Content: c.mustReply + " Call reply now with the best answer the results allow, and say plainly what is missing."})
 	}
 	return msgs
+}
+
+// userMessage is the turn's message: its text, then its files.
+func (c turnContext) userMessage() Message {
+	m := Message{Role: RoleUser, Content: userLine(c.turn.AuthorID, c.turn.Content)}
+	if len(c.attachments) == 0 {
+		return m
+	}
+	if strings.TrimSpace(c.turn.Content) == "" {
+		m.Content = userLine(c.turn.AuthorID, "(no text: only files)")
+	}
+	files, images := RenderAttachments(c.attachments, c.vision)
+	m.Content += "\n\n" + files
+	m.Images = images
+	return m
 }
 
 // roundTasks are one round's tasks, in the order the master sees them.
@@ -96,6 +115,10 @@ How you work:
 `)
 	fmt.Fprintf(&b, "- You may delegate at most %d rounds for one message; then you must reply.\n", c.maxRounds)
 	b.WriteString("- Write for Discord: concise, Markdown, no @everyone or @here.\n")
+	if len(c.attachments) > 0 {
+		b.WriteString("- The user's message comes with files, listed after it. A member sees only the files you hand it " +
+			"(the attachments of its task in delegate). If a file was not read, tell the user in your reply.\n")
+	}
 	if len(older) > 0 {
 		if len(older) > maxSummaryLines {
 			older = older[len(older)-maxSummaryLines:]
@@ -117,11 +140,16 @@ func userLine(authorID, content string) string {
 
 // delegateArgs reconstructs a round's delegate call from its task rows, so
 // the model sees its own earlier decision next to the results.
-func delegateArgs(tasks []Task) string {
+func delegateArgs(tasks []Task, atts []Attachment) string {
 	type item struct {
-		Role        string `json:"role"`
-		Instruction string `json:"instruction"`
-		DependsOn   []int  `json:"depends_on,omitempty"`
+		Role        string   `json:"role"`
+		Instruction string   `json:"instruction"`
+		DependsOn   []int    `json:"depends_on,omitempty"`
+		Attachments []string `json:"attachments,omitempty"`
+	}
+	names := make(map[int64]string, len(atts))
+	for _, a := range atts {
+		names[a.ID] = a.Name
 	}
 	index := make(map[int64]int, len(tasks))
 	items := make([]item, 0, len(tasks))
@@ -131,6 +159,11 @@ func delegateArgs(tasks []Task) string {
 		for _, d := range t.DependsOn {
 			if j, ok := index[d]; ok {
 				it.DependsOn = append(it.DependsOn, j)
+			}
+		}
+		for _, id := range t.Attachments {
+			if n, ok := names[id]; ok {
+				it.Attachments = append(it.Attachments, n)
 			}
 		}
 		items = append(items, it)

@@ -31,6 +31,7 @@ type SessionStore interface {
 	// RecordTurn stores a user message as a queued turn, idempotently on
 	// its message id: created is false when the message was seen before.
 	// A turn of the session that waited for the user's answer is closed.
+	// The message's files are recorded with it.
 	RecordTurn(ctx context.Context, t Turn) (turn Turn, created bool, err error)
 }
 
@@ -38,6 +39,7 @@ type SessionStore interface {
 type Service struct {
 	store  SessionStore
 	roster func(ctx context.Context, guildID, channelID string) ([]Role, error)
+	attach AttachmentPolicy
 }
 
 // NewService returns the service. roster resolves the roles available in a
@@ -47,6 +49,13 @@ func NewService(store SessionStore, roster func(ctx context.Context, guildID, ch
 		roster = func(context.Context, string, string) ([]Role, error) { return DefaultRoles(), nil }
 	}
 	return &Service{store: store, roster: roster}
+}
+
+// WithAttachments sets which files of messages are downloaded (the
+// policy's defaults otherwise) and returns s.
+func (s *Service) WithAttachments(p AttachmentPolicy) *Service {
+	s.attach = p
+	return s
 }
 
 // CheckGoal validates a goal and returns it trimmed; its error is written
@@ -132,19 +141,24 @@ func Kickoff(goal, ownerID string, roster []Role, reportTo string, dispatched bo
 
 // Incoming is a message posted in Discord.
 type Incoming struct {
-	ID        string
-	GuildID   string
-	ChannelID string
-	AuthorID  string
-	AuthorBot bool
-	Content   string
+	ID          string
+	GuildID     string
+	ChannelID   string
+	AuthorID    string
+	AuthorBot   bool
+	Content     string
+	Attachments []IncomingAttachment
 }
 
+// empty reports whether the message has neither text nor files.
+func (m Incoming) empty() bool { return strings.TrimSpace(m.Content) == "" && len(m.Attachments) == 0 }
+
 // HandleMessage routes a message to its session's master. Messages from
-// bots (this one included), outside session threads, or redelivered are
-// ignored. It reports whether a new turn was recorded.
+// bots (this one included), outside session threads, without text or
+// files, or redelivered are ignored. It reports whether a new turn was
+// recorded.
 func (s *Service) HandleMessage(ctx context.Context, m Incoming) (bool, error) {
-	if m.AuthorBot || strings.TrimSpace(m.Content) == "" {
+	if m.AuthorBot || m.empty() {
 		return false, nil
 	}
 	sess, err := s.store.ActiveSession(ctx, m.ChannelID)
@@ -154,13 +168,23 @@ func (s *Service) HandleMessage(ctx context.Context, m Incoming) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("find session: %w", err)
 	}
-	_, created, err := s.store.RecordTurn(ctx, Turn{
-		SessionID: sess.ID, MessageID: m.ID, GuildID: m.GuildID, ChannelID: m.ChannelID, AuthorID: m.AuthorID, Content: CleanText(m.Content), State: TurnQueued,
-	})
+	t, err := s.newTurn(ctx, sess.ID, m.GuildID, m.ChannelID, m)
+	if err != nil {
+		return false, err
+	}
+	_, created, err := s.store.RecordTurn(ctx, t)
 	if err != nil {
 		return false, fmt.Errorf("record turn: %w", err)
 	}
 	return created, nil
+}
+
+// newTurn is the queued turn of a message, with its files, planned by
+// the attachment policy.
+func (s *Service) newTurn(ctx context.Context, sessionID int64, guildID, channelID string, m Incoming) (Turn, error) {
+	t := Turn{SessionID: sessionID, MessageID: m.ID, GuildID: guildID, ChannelID: channelID, AuthorID: m.AuthorID,
+		Content: CleanText(m.Content), State: TurnQueued, Attachments: s.attach.Plan(m.Attachments)}
+	return t, nil
 }
 
 // CatchUpMax bounds how many messages one thread's catch-up turns into
@@ -246,13 +270,15 @@ func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, p CatchUpPo
 	}
 	recorded, refused := 0, 0
 	for _, m := range msgs {
-		if m.AuthorBot || strings.TrimSpace(m.Content) == "" {
+		if m.AuthorBot || m.empty() {
 			continue
 		}
 		t := Turn{SessionID: p.SessionID, MessageID: m.ID, GuildID: p.GuildID, ChannelID: p.ThreadID,
-			AuthorID: m.AuthorID, Content: CleanText(m.Content), State: TurnQueued}
-		if recorded >= CatchUpMax {
-			t.State = TurnRefused
+			AuthorID: m.AuthorID, Content: CleanText(m.Content), State: TurnRefused}
+		if recorded < CatchUpMax {
+			if t, err = s.newTurn(ctx, p.SessionID, p.GuildID, p.ThreadID, m); err != nil {
+				return recorded, err
+			}
 		}
 		_, created, err := s.store.RecordTurn(ctx, t)
 		if err != nil {

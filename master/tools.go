@@ -30,6 +30,9 @@ type decisionEnv struct {
 	round     []Task // the current round's tasks, in the order the master sees them
 	reportTo  string // the session's report_to; report_back is offered when set
 	dispatch  bool   // dispatch is offered
+	// attachments are the files of the turn's message; the stored ones
+	// may be handed to tasks by name.
+	attachments []Attachment
 }
 
 // waiting lists the round's tasks that wait for an answer.
@@ -191,6 +194,22 @@ var askUserTool = masterTool{
 var delegateTool = masterTool{
 	name: ToolDelegate,
 	schema: func(e decisionEnv) Tool {
+		item := map[string]any{
+			"role":        map[string]any{"type": "string", "enum": RoleNames(e.roster)},
+			"instruction": map[string]any{"type": "string", "description": "A self-contained instruction: the worker sees the goal, this and its dependencies' results, nothing else."},
+			"depends_on": map[string]any{
+				"type":        "array",
+				"items":       map[string]any{"type": "integer", "minimum": 0},
+				"description": "Indexes (0-based) of earlier tasks in this list whose results this task needs.",
+			},
+		}
+		if names := attachmentNames(e.attachments); len(names) > 0 {
+			item["attachments"] = map[string]any{
+				"type":        "array",
+				"items":       map[string]any{"type": "string", "enum": names},
+				"description": "Files of the user's message this task needs, by name: the worker sees them as you do.",
+			}
+		}
 		return Tool{
 			Name: ToolDelegate,
 			Description: "Give subtasks to team members. Tasks without depends_on run in parallel; a task with depends_on " +
@@ -200,15 +219,7 @@ var delegateTool = masterTool{
 					"type":     "array",
 					"minItems": 1,
 					"maxItems": e.maxTasks,
-					"items": object([]string{"role", "instruction"}, map[string]any{
-						"role":        map[string]any{"type": "string", "enum": RoleNames(e.roster)},
-						"instruction": map[string]any{"type": "string", "description": "A self-contained instruction: the worker sees the goal, this and its dependencies' results, nothing else."},
-						"depends_on": map[string]any{
-							"type":        "array",
-							"items":       map[string]any{"type": "integer", "minimum": 0},
-							"description": "Indexes (0-based) of earlier tasks in this list whose results this task needs.",
-						},
-					}),
+					"items":    object([]string{"role", "instruction"}, item),
 				},
 			})),
 		}
@@ -217,9 +228,10 @@ var delegateTool = masterTool{
 		var d decision
 		var a struct {
 			Tasks []struct {
-				Role        string `json:"role"`
-				Instruction string `json:"instruction"`
-				DependsOn   []int  `json:"depends_on"`
+				Role        string   `json:"role"`
+				Instruction string   `json:"instruction"`
+				DependsOn   []int    `json:"depends_on"`
+				Attachments []string `json:"attachments"`
 			} `json:"tasks"`
 		}
 		if err := DecodeArgs(args, &a); err != nil {
@@ -251,7 +263,11 @@ var delegateTool = masterTool{
 					return d, fmt.Errorf("tasks[%d].depends_on has %d: it may only name earlier tasks (0 to %d)", i, dep, i-1)
 				}
 			}
-			d.tasks = append(d.tasks, NewTask{Role: t.Role, Instruction: instr, DependsOn: deps})
+			files, err := attachmentIDs(t.Attachments, e.attachments)
+			if err != nil {
+				return d, fmt.Errorf("tasks[%d].attachments: %w", i, err)
+			}
+			d.tasks = append(d.tasks, NewTask{Role: t.Role, Instruction: instr, DependsOn: deps, Attachments: files})
 		}
 		return d, nil
 	},
@@ -290,4 +306,24 @@ var answerWorkerTool = masterTool{
 		d.task, d.text = e.round[*a.Task].ID, strings.TrimSpace(*a.Answer)
 		return d, nil
 	},
+}
+
+// attachmentIDs maps the names of files the master hands to a task to
+// their ids; an unknown name, or one of a file that was not read, is an
+// error for the model.
+func attachmentIDs(names []string, atts []Attachment) ([]int64, error) {
+	var ids []int64
+	for _, n := range names {
+		i := slices.IndexFunc(atts, func(a Attachment) bool { return a.Readable() && strings.EqualFold(a.Name, n) })
+		if i < 0 {
+			if readable := attachmentNames(atts); len(readable) > 0 {
+				return nil, fmt.Errorf("%q is not a file of the message you can hand over; use one of: %s", n, strings.Join(readable, ", "))
+			}
+			return nil, fmt.Errorf("%q: the message has no file you can hand over", n)
+		}
+		if !slices.Contains(ids, atts[i].ID) {
+			ids = append(ids, atts[i].ID)
+		}
+	}
+	return ids, nil
 }

@@ -105,7 +105,7 @@ const maxRoundTasks = 25
 
 // handoff queues the task a worker handed its work to: the same turn and
 // round, for another role of the team, depending on the finished task so
-// it receives its result, with a HANDOFF signal.
+// it receives its result, with the same files, with a HANDOFF signal.
 func handoff(ctx context.Context, tx pgx.Tx, from master.Task, h master.Handoff, attempts int) error {
 	var onTeam bool
 	var inRound int
@@ -123,8 +123,8 @@ func handoff(ctx context.Context, tx pgx.Tx, from master.Task, h master.Handoff,
 	}
 	var id int64
 	if err := tx.QueryRow(ctx, `
-		INSERT INTO tasks (session_id, turn_id, round, role, instruction, depends_on, max_attempts)
-		VALUES ($1, $2, $3, $4, $5, ARRAY[$6::bigint], $7) RETURNING id`,
+		INSERT INTO tasks (session_id, turn_id, round, role, instruction, depends_on, max_attempts, attachment_ids)
+		VALUES ($1, $2, $3, $4, $5, ARRAY[$6::bigint], $7, (SELECT attachment_ids FROM tasks WHERE id = $6)) RETURNING id`,
 		from.SessionID, from.TurnID, from.Round, h.Role, h.Instruction, from.ID, attempts).Scan(&id); err != nil {
 		return fmt.Errorf("handoff: %w", err)
 	}

@@ -16,7 +16,8 @@ import (
 // taskColumns is the select list scanTask reads.
 const taskColumns = `t.id, t.session_id, t.turn_id, t.round, t.role, t.instruction, t.depends_on,
 	t.state, t.attempt, coalesce(t.worker_id, ''), t.lease_until, coalesce(t.result, ''),
-	coalesce(t.error, ''), t.qa, t.prompt_tokens, t.completion_tokens, t.created_at, t.started_at, t.ended_at`
+	coalesce(t.error, ''), t.qa, t.prompt_tokens, t.completion_tokens, t.created_at, t.started_at, t.ended_at,
+	t.attachment_ids`
 
 // scanTask reads one row of taskColumns; NULL times become zero times.
 func scanTask(row pgx.Row) (master.Task, error) {
@@ -25,7 +26,8 @@ func scanTask(row pgx.Row) (master.Task, error) {
 	var qa []byte
 	err := row.Scan(&t.ID, &t.SessionID, &t.TurnID, &t.Round, &t.Role, &t.Instruction, &t.DependsOn,
 		&t.State, &t.Attempt, &t.WorkerID, &lease, &t.Result,
-		&t.Error, &qa, &t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.CreatedAt, &started, &ended)
+		&t.Error, &qa, &t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.CreatedAt, &started, &ended,
+		&t.Attachments)
 	if err != nil {
 		return master.Task{}, err
 	}
@@ -35,6 +37,9 @@ func scanTask(row pgx.Row) (master.Task, error) {
 	t.LeaseUntil, t.StartedAt, t.EndedAt = orZero(lease), orZero(started), orZero(ended)
 	if t.DependsOn == nil {
 		t.DependsOn = []int64{}
+	}
+	if len(t.Attachments) == 0 {
+		t.Attachments = nil
 	}
 	return t, nil
 }
@@ -64,18 +69,21 @@ func enqueueTasks(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, round
 	// depends_on indexes can become ids within the same statement.
 	rows, err := tx.Query(ctx, `
 		WITH input AS MATERIALIZED (
-			SELECT b.ord, b.role, b.instruction, b.deps,
+			SELECT b.ord, b.role, b.instruction, b.deps, b.atts,
 			       nextval(pg_get_serial_sequence('tasks', 'id')) AS id
 			FROM (
 				SELECT * FROM jsonb_to_recordset($1::jsonb)
-					AS r(ord int, role text, instruction text, deps int[])
+					AS r(ord int, role text, instruction text, deps int[], atts bigint[])
 				ORDER BY ord
 			) b
 		), inserted AS (
-			INSERT INTO tasks (id, session_id, turn_id, round, role, instruction, depends_on, max_attempts)
+			INSERT INTO tasks (id, session_id, turn_id, round, role, instruction, depends_on, max_attempts, attachment_ids)
 			OVERRIDING SYSTEM VALUE
 			SELECT i.id, $2, $3, $4, i.role, i.instruction,
-			       coalesce((SELECT array_agg(d.id ORDER BY d.ord) FROM input d WHERE d.ord = ANY (i.deps)), '{}'), $5
+			       coalesce((SELECT array_agg(d.id ORDER BY d.ord) FROM input d WHERE d.ord = ANY (i.deps)), '{}'), $5,
+			       -- only files of this turn
+			       coalesce((SELECT array_agg(a.id ORDER BY a.position) FROM attachments a
+			                 WHERE a.turn_id = $3 AND a.id = ANY (i.atts)), '{}')
 			FROM input i
 		)
 		SELECT id FROM input ORDER BY ord`, input, sessionID, turnID, round, attempts)
@@ -98,10 +106,11 @@ func batchJSON(tasks []master.NewTask) ([]byte, error) {
 		return nil, errors.New("no tasks")
 	}
 	type row struct {
-		Ord         int    `json:"ord"`
-		Role        string `json:"role"`
-		Instruction string `json:"instruction"`
-		Deps        []int  `json:"deps"`
+		Ord         int     `json:"ord"`
+		Role        string  `json:"role"`
+		Instruction string  `json:"instruction"`
+		Deps        []int   `json:"deps"`
+		Atts        []int64 `json:"atts"`
 	}
 	batch := make([]row, len(tasks))
 	for i, t := range tasks {
@@ -126,7 +135,7 @@ func batchJSON(tasks []master.NewTask) ([]byte, error) {
 				deps = append(deps, d)
 			}
 		}
-		batch[i] = row{Ord: i, Role: t.Role, Instruction: master.CleanText(t.Instruction), Deps: deps}
+		batch[i] = row{Ord: i, Role: t.Role, Instruction: master.CleanText(t.Instruction), Deps: deps, Atts: t.Attachments}
 	}
 	return marshalJSON(batch)
 }
@@ -266,9 +275,9 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 	return nil
 }
 
-// TaskInput returns what the worker of t may see: the goal, its role and
-// its dependencies with their results. master.ErrNotFound when the role
-// has left the team.
+// TaskInput returns what the worker of t may see: the goal, its role, its
+// dependencies with their results, and the files handed to it.
+// master.ErrNotFound when the role has left the team.
 func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput, error) {
 	var in master.TaskInput
 	if err := s.pool.QueryRow(ctx, `SELECT goal FROM sessions WHERE id = $1`, t.SessionID).Scan(&in.Goal); err != nil {
@@ -307,6 +316,9 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 		if in.Deps, err = collectTasks(rows); err != nil {
 			return in, fmt.Errorf("task input: dependencies: %w", err)
 		}
+	}
+	if in.Attachments, err = taskAttachments(ctx, s.pool, t); err != nil {
+		return in, fmt.Errorf("task input: attachments: %w", err)
 	}
 	return in, nil
 }

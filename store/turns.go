@@ -51,6 +51,10 @@ func turnSortKey(messageID string) int64 {
 //
 // A turn given with state master.TurnRefused is recorded as refused: it
 // is never answered, and never picked up again.
+//
+// The message's files (t.Attachments) are recorded with the turn, in the
+// same transaction; a message with files is never taken as the answer to
+// workers' questions: it is a turn of its own, so its master sees them.
 func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, bool, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -81,9 +85,15 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, boo
 	if state == master.TurnRefused {
 		return turn, true, tx.Commit(ctx)
 	}
-	answered, err := answerWaitingTurn(ctx, tx, t.SessionID, turn.ID, key, master.CleanText(t.Content), s.attempts())
-	if err != nil {
-		return master.Turn{}, false, fmt.Errorf("record turn: answer workers: %w", err)
+	if err := insertAttachments(ctx, tx, turn, t.Attachments); err != nil {
+		return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
+	}
+	answered := false
+	if len(t.Attachments) == 0 {
+		answered, err = answerWaitingTurn(ctx, tx, t.SessionID, turn.ID, key, master.CleanText(t.Content), s.attempts())
+		if err != nil {
+			return master.Turn{}, false, fmt.Errorf("record turn: answer workers: %w", err)
+		}
 	}
 	if answered {
 		turn.State = master.TurnDone
@@ -101,10 +111,10 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, boo
 }
 
 // PendingSessions lists active sessions whose next turn needs its master
-// now: not started yet, or every task of its current round has ended. A
-// session's next turn is its running one, else its first queued one in
-// message order. Sessions whose master is leased to another live owner are
-// left out.
+// now: not started yet, or every task of its current round has ended, and
+// none of its files still to download. A session's next turn is its
+// running one, else its first queued one in message order. Sessions whose
+// master is leased to another live owner are left out.
 func (s *Store) PendingSessions(ctx context.Context, owner string) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT s.id
@@ -119,6 +129,7 @@ func (s *Store) PendingSessions(ctx context.Context, owner string) ([]int64, err
 		  AND (s.master_owner IS NULL OR s.master_owner = $1 OR s.master_lease_until < now())
 		  AND NOT EXISTS (SELECT 1 FROM tasks k
 		                  WHERE k.turn_id = u.id AND k.round = u.round AND k.state IN ('queued', 'running'))
+		  AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.turn_id = u.id AND a.state = 'pending')
 		  AND (u.not_before IS NULL OR u.not_before <= now())
 		ORDER BY u.id`, owner)
 	if err != nil {

@@ -92,6 +92,9 @@ type Config struct {
 	// its own, which is how a cancellation made by another process arrives.
 	// Nil means polling only.
 	Wake <-chan string
+	// Vision says whether a model is given the images handed to a task;
+	// nil means none is (the worker is told their names).
+	Vision func(model string) bool
 }
 
 func (c Config) withDefaults() Config {

@@ -21,12 +21,17 @@ const workerInstructions = `How you work:
 - If another member of the team should do the rest, call handoff (when offered) with their role, an instruction and what you have so far.
 - You cannot talk to the user: only your report reaches the team.`
 
-// messages is the whole context of a task's first model call.
-func messages(t master.Task, in TaskInput) []master.Message {
-	return []master.Message{
-		{Role: master.RoleSystem, Content: systemPrompt(t, in)},
-		{Role: master.RoleUser, Content: userMessage(t, in.Deps)},
+// messages is the whole context of a task's first model call. The files
+// handed to the task follow its instruction as the master saw them: text
+// bounded, images as image parts when vision is set, notes otherwise.
+func messages(t master.Task, in TaskInput, vision bool) []master.Message {
+	user := master.Message{Role: master.RoleUser, Content: userMessage(t, in.Deps)}
+	if len(in.Attachments) > 0 {
+		files, images := master.RenderAttachments(in.Attachments, vision)
+		user.Content += "\n\n" + files
+		user.Images = images
 	}
+	return []master.Message{{Role: master.RoleSystem, Content: systemPrompt(t, in)}, user}
 }
 
 // systemPrompt names the role and the goal, then gives the role's own

@@ -41,7 +41,7 @@ func TestPromptGolden(t *testing.T) {
 			{ID: 11, Role: "planner", State: master.TaskDone, Result: "1. Announce\n2. Ship"},
 		},
 	}
-	golden.Check(t, "prompt.golden", renderMessages(messages(task, in)))
+	golden.Check(t, "prompt.golden", renderMessages(messages(task, in, false)))
 }
 
 func TestSystemPrompt(t *testing.T) {

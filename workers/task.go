@@ -98,9 +98,10 @@ func interrupted(ctx context.Context) end {
 // converse runs the model until it reports, at most MaxSteps calls. It
 // returns an error only when ctx ended, with the usage so far.
 func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog.Logger) (master.Outcome, error) {
+	model := cmp.Or(in.Role.Model, p.cfg.WorkerModel)
 	req := master.ChatRequest{
-		Model:       cmp.Or(in.Role.Model, p.cfg.WorkerModel),
-		Messages:    messages(r.task, in),
+		Model:       model,
+		Messages:    messages(r.task, in, p.cfg.Vision != nil && p.cfg.Vision(model)),
 		Tools:       tools(in.Team),
 		ToolChoice:  "auto",
 		Temperature: in.Role.Temperature,

@@ -91,13 +91,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			TaskTimeout: lim.TaskTimeout,
 			WorkerModel: cfg.WorkerModel,
 			Wake:        wake(),
+			Vision:      cfg.Attachments.Vision,
 		}, st, model, log)
 		g.Go(func() error { return pool.Run(ctx) })
 		cancelSession = func(id int64) { pool.CancelSession(id) }
 	}
 
 	if withBot {
-		svc := master.NewService(st, roles.Roster)
+		att := cfg.Attachments
+		svc := master.NewService(st, roles.Roster).WithAttachments(master.AttachmentPolicy{
+			CDN: att.CDN(), MaxFile: att.MaxFile, MaxMessage: att.MaxMessage})
 		cmds := master.NewCommands(master.CommandsConfig{
 			Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 			CancelSession: cancelSession, Catalog: roles.Roster,
@@ -114,6 +117,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth,
 			MaxActiveSessions: cfg.HandBack.MaxActiveSessions, ReportCap: cfg.HandBack.ReportCap,
 			Channels: b.Channels(), Service: svc,
+			Vision: att.Vision(cfg.MasterModel),
 		}, st, model, log)
 		out := b.Messenger()
 		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake()}, st, out, log)
@@ -122,6 +126,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		g.Go(func() error { return orch.Run(ctx) })
 		g.Go(func() error { return disp.Run(ctx) })
 		g.Go(func() error { return pres.Run(ctx) })
+		fetch := master.NewFetcher(master.FetcherConfig{Owner: owner, MaxFile: att.MaxFile, Wake: wake()}, st, bot.NewDownloader(att.CDN()), log)
+		g.Go(func() error { return fetch.Run(ctx) })
 		if cfg.Webhook.Enabled() {
 			hooks := newWebhookSender(cfg.Webhook, st, wake(), log)
 			g.Go(func() error { return hooks.Run(ctx) })

@@ -30,7 +30,10 @@ type Message struct {
 	Role string
 	// Content is the message text; the text parts of a multi-part content
 	// are joined with newlines.
-	Content    string
+	Content string
+	// Images are the URLs of its image_url parts (data: URLs included),
+	// in order.
+	Images     []string
 	ToolCalls  []ToolCall
 	ToolCallID string
 }
@@ -199,11 +202,11 @@ func parseRequest(body []byte) (Request, error) {
 		req.MaxTokens = w.MaxTokens
 	}
 	for i, m := range w.Messages {
-		content, err := parseContent(m.Content)
+		content, images, err := parseContent(m.Content)
 		if err != nil {
 			return Request{}, fmt.Errorf("message %d: %w", i, err)
 		}
-		msg := Message{Role: m.Role, Content: content, ToolCallID: m.ToolCallID}
+		msg := Message{Role: m.Role, Content: content, Images: images, ToolCallID: m.ToolCallID}
 		for _, c := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 		}
@@ -223,29 +226,40 @@ func parseRequest(body []byte) (Request, error) {
 	return req, nil
 }
 
-// parseContent accepts a string, null, or an array of content parts.
-func parseContent(raw json.RawMessage) (string, error) {
+// parseContent accepts a string, null, or an array of content parts: it
+// returns the text, and the URLs of the image parts. An image part
+// without a URL is refused, as OpenAI does.
+func parseContent(raw json.RawMessage) (string, []string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+		return "", nil, nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
+		return s, nil, nil
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL *struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", fmt.Errorf("content is neither a string nor parts: %s", raw)
+		return "", nil, fmt.Errorf("content is neither a string nor parts: %s", raw)
 	}
-	var texts []string
-	for _, p := range parts {
-		if p.Type == "text" {
+	var texts, images []string
+	for i, p := range parts {
+		switch p.Type {
+		case "text":
 			texts = append(texts, p.Text)
+		case "image_url":
+			if p.ImageURL == nil || p.ImageURL.URL == "" {
+				return "", nil, fmt.Errorf("content part %d: image_url without a url", i)
+			}
+			images = append(images, p.ImageURL.URL)
 		}
 	}
-	return strings.Join(texts, "\n"), nil
+	return strings.Join(texts, "\n"), images, nil
 }
 
 func parseToolChoice(raw json.RawMessage) (string, error) {
