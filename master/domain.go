@@ -90,6 +90,9 @@ type Turn struct {
 	MasterCalls int
 	// NotBefore puts the turn's next decision off until then.
 	NotBefore time.Time
+	// AddressedTo is the role the message was addressed to ("@planner …"
+	// or "planner: …"); "" when none.
+	AddressedTo string
 	// Attachments are the message's files, given when the turn is
 	// recorded (see AttachmentPolicy.Plan); a turn read back does not
 	// carry them: they are read on their own, with their content.

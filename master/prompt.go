@@ -51,6 +51,9 @@ func masterMessages(c turnContext) []Message {
 		}
 	}
 	msgs = append(msgs, c.userMessage())
+	if note := addressedNote(c.turn.AddressedTo, c.roster); note != "" {
+		msgs = append(msgs, Message{Role: RoleSystem, Content: note})
+	}
 	for round := 1; round <= c.turn.Round; round++ {
 		tasks := roundTasks(c.tasks, round)
 		id := "round-" + strconv.Itoa(round)

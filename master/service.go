@@ -33,6 +33,8 @@ type SessionStore interface {
 	// A turn of the session that waited for the user's answer is closed.
 	// The message's files are recorded with it.
 	RecordTurn(ctx context.Context, t Turn) (turn Turn, created bool, err error)
+	// Roster returns a session's roles.
+	Roster(ctx context.Context, sessionID int64) ([]Role, error)
 }
 
 // Service is the entry point the bot calls with what people do in Discord.
@@ -179,11 +181,18 @@ func (s *Service) HandleMessage(ctx context.Context, m Incoming) (bool, error) {
 	return created, nil
 }
 
-// newTurn is the queued turn of a message, with its files, planned by
-// the attachment policy.
+// newTurn is the queued turn of a message: with its files, planned by
+// the attachment policy, and the role it is addressed to, if any.
 func (s *Service) newTurn(ctx context.Context, sessionID int64, guildID, channelID string, m Incoming) (Turn, error) {
 	t := Turn{SessionID: sessionID, MessageID: m.ID, GuildID: guildID, ChannelID: channelID, AuthorID: m.AuthorID,
 		Content: CleanText(m.Content), State: TurnQueued, Attachments: s.attach.Plan(m.Attachments)}
+	if addressCandidate(m.Content) != "" {
+		roster, err := s.store.Roster(ctx, sessionID)
+		if err != nil {
+			return t, fmt.Errorf("roster: %w", err)
+		}
+		t.AddressedTo = Addressee(m.Content, roster)
+	}
 	return t, nil
 }
 

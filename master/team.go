@@ -93,7 +93,7 @@ const (
 func RenderTeam(v TeamView, workerModel string) Embed {
 	e := Embed{
 		Title:       "Team: " + oneLine(v.Session.Goal, embedTitleMax-6),
-		Description: fmt.Sprintf("**Goal:** %s\nStarted <t:%d:R>", Truncate(v.Session.Goal, 1500), v.Session.CreatedAt.Unix()),
+		Description: fmt.Sprintf("**Goal:** %s\nStarted <t:%d:R>\n-# %s", Truncate(v.Session.Goal, 1500), v.Session.CreatedAt.Unix(), AddressingHelp(v.Roster)),
 	}
 	var members strings.Builder
 	for _, m := range Members(v.Roster, v.Turn, v.Tasks) {

@@ -13,7 +13,7 @@ import (
 
 const turnColumns = `u.id, u.session_id, u.message_id, u.guild_id, u.channel_id, u.author_id, u.content,
 	u.state, u.round, coalesce(u.status_message_id, ''), coalesce(u.reply_message_id, ''), u.created_at, u.updated_at,
-	coalesce(u.report_id, 0), u.master_failures, u.not_before, u.master_calls`
+	coalesce(u.report_id, 0), u.master_failures, u.not_before, u.master_calls, coalesce(u.addressed_to, '')`
 
 // scanTurn reads one row of turnColumns followed by extra columns.
 func scanTurn(row pgx.Row, extra ...any) (master.Turn, error) {
@@ -21,7 +21,7 @@ func scanTurn(row pgx.Row, extra ...any) (master.Turn, error) {
 	var notBefore *time.Time
 	dest := append([]any{&t.ID, &t.SessionID, &t.MessageID, &t.GuildID, &t.ChannelID, &t.AuthorID, &t.Content,
 		&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt, &t.ReportID,
-		&t.MasterFailures, &notBefore, &t.MasterCalls}, extra...)
+		&t.MasterFailures, &notBefore, &t.MasterCalls, &t.AddressedTo}, extra...)
 	err := row.Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Turn{}, master.ErrNotFound
@@ -67,11 +67,11 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, boo
 	}
 	key := turnSortKey(t.MessageID)
 	turn, err := scanTurn(tx.QueryRow(ctx, `
-		INSERT INTO turns AS u (session_id, message_id, guild_id, channel_id, author_id, content, sort_key, state)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		INSERT INTO turns AS u (session_id, message_id, guild_id, channel_id, author_id, content, sort_key, state, addressed_to)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nullif($9, ''))
 		ON CONFLICT (message_id) DO NOTHING
 		RETURNING `+turnColumns,
-		t.SessionID, t.MessageID, t.GuildID, t.ChannelID, t.AuthorID, master.CleanText(t.Content), key, state))
+		t.SessionID, t.MessageID, t.GuildID, t.ChannelID, t.AuthorID, master.CleanText(t.Content), key, state, t.AddressedTo))
 	if errors.Is(err, master.ErrNotFound) {
 		turn, err = scanTurn(tx.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns u WHERE u.message_id = $1`, t.MessageID))
 		if err != nil {

@@ -1,4 +1,5 @@
--- 0007: the files attached to a user's message are part of its turn.
+-- 0007: the files attached to a user's message are part of its turn, and
+-- a message may be addressed to a role of the team.
 
 -- One row per file of a message, written with its turn. A file to
 -- download is 'pending' until the fetcher stores it ('stored', data set),
@@ -35,6 +36,9 @@ CREATE TABLE attachments (
 
 -- The fetcher's queue.
 CREATE INDEX attachments_pending_idx ON attachments (id) WHERE state = 'pending';
+
+-- The role a message was addressed to ("@planner …", "planner: …").
+ALTER TABLE turns ADD COLUMN addressed_to text;
 
 -- The files of its turn the master handed to a task.
 ALTER TABLE tasks ADD COLUMN attachment_ids bigint[] NOT NULL DEFAULT '{}';
