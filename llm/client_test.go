@@ -124,6 +124,24 @@ func TestChatMapsRequestAndResponse(t *testing.T) {
 	}
 }
 
+func TestChatSendsImagesAsParts(t *testing.T) {
+	t.Parallel()
+	srv, client := setup(t, llmtest.Always(llmtest.Text("a cat")))
+	req := master.ChatRequest{Model: "gpt-4o", Messages: []master.Message{
+		{Role: master.RoleUser, Content: "what is this?", Images: []master.Image{{Name: "cat.png", ContentType: "image/png", Data: []byte("PNG!")}}},
+	}}
+	if _, err := client.Chat(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	m := srv.Requests()[0].Request.Messages[0]
+	if m.Content != "what is this?" || !slices.Equal(m.Images, []string{"data:image/png;base64,UE5HIQ=="}) {
+		t.Errorf("got %q with images %v, want the text and one data URL", m.Content, m.Images)
+	}
+	if !bytes.Contains(srv.Requests()[0].Request.Body, []byte(`"type":"image_url"`)) {
+		t.Errorf("the body has no image_url part: %s", srv.Requests()[0].Request.Body)
+	}
+}
+
 func TestChatToolChoiceAndTemperature(t *testing.T) {
 	t.Parallel()
 	zero := float32(0)

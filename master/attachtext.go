@@ -28,18 +28,18 @@ func RenderAttachments(atts []Attachment, vision bool) (string, []Image) {
 	b.WriteString("Files attached to this message:")
 	budget := MaxAttachmentsChars
 	for _, a := range atts {
-		fmt.Fprintf(&b, "\n- %s (%s): ", a.Name, describeFile(a))
+		fmt.Fprintf(&b, "\n- %s (%s):", a.Name, describeFile(a))
 		switch {
 		case a.State == AttachmentPending:
-			b.WriteString("not read: it was still being downloaded.")
+			b.WriteString(" not read: it was still being downloaded.")
 		case !a.Readable():
-			fmt.Fprintf(&b, "not read: %s.", a.Note)
+			fmt.Fprintf(&b, " not read: %s.", a.Note)
 		case a.Kind == KindText:
 			text, total := clip(a.Data, min(MaxAttachmentChars, budget))
 			shown := utf8.RuneCountInString(text)
 			budget -= shown
 			if shown == 0 && total > 0 {
-				b.WriteString("not shown: the other files took all the room for text.")
+				b.WriteString(" not shown: the other files took all the room for text.")
 				continue
 			}
 			fmt.Fprintf(&b, "\n----- begin %s -----\n%s\n----- end %s -----", a.Name, text, a.Name)
@@ -47,12 +47,12 @@ func RenderAttachments(atts []Attachment, vision bool) (string, []Image) {
 				fmt.Fprintf(&b, "\n(shortened: the first %d of %d characters)", shown, total)
 			}
 		case a.Kind == KindImage && vision:
-			b.WriteString("an image, attached to this message.")
+			b.WriteString(" an image, attached to this message.")
 			images = append(images, Image{Name: a.Name, ContentType: mediaType(a.ContentType), Data: a.Data})
 		case a.Kind == KindImage:
-			b.WriteString("an image; your model cannot see images, so you know only its name.")
+			b.WriteString(" an image; your model cannot see images, so you know only its name.")
 		default:
-			b.WriteString("not read.")
+			b.WriteString(" not read.")
 		}
 	}
 	return b.String(), images
@@ -78,7 +78,7 @@ func mediaType(ct string) string {
 // clip returns the first max characters of a text file (as valid UTF-8,
 // without a byte order mark) and how many it has.
 func clip(data []byte, max int) (string, int) {
-	s := strings.TrimPrefix(CleanText(string(data)), "\uFEFF")
+	s := strings.TrimRight(strings.TrimPrefix(CleanText(string(data)), "\uFEFF"), "\r\n")
 	total := utf8.RuneCountInString(s)
 	if total <= max {
 		return s, total

@@ -119,8 +119,8 @@ How you work:
 	fmt.Fprintf(&b, "- You may delegate at most %d rounds for one message; then you must reply.\n", c.maxRounds)
 	b.WriteString("- Write for Discord: concise, Markdown, no @everyone or @here.\n")
 	if len(c.attachments) > 0 {
-		b.WriteString("- The user's message comes with files, listed after it. A member sees only the files you hand it " +
-			"(the attachments of its task in delegate). If a file was not read, tell the user in your reply.\n")
+		b.WriteString("- The user's message comes with files, listed after it. A member sees only the files you hand it\n" +
+			"  (the attachments of its task in delegate). If a file was not read, tell the user in your reply.\n")
 	}
 	if len(older) > 0 {
 		if len(older) > maxSummaryLines {

@@ -107,3 +107,24 @@ func TestUserMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestFilesHandedToTheTask(t *testing.T) {
+	t.Parallel()
+	in := TaskInput{Goal: "g", Role: roleNamed(t, "researcher"), Attachments: []master.Attachment{
+		{ID: 1, Name: "notes.md", Kind: master.KindText, State: master.AttachmentStored, Size: 9, Data: []byte("# Notes\nA")},
+		{ID: 2, Name: "photo.png", Kind: master.KindImage, State: master.AttachmentStored, ContentType: "image/png", Size: 4, Data: []byte("\x89PNG")},
+	}}
+	task := master.Task{Role: "researcher", Instruction: "Read the notes."}
+	for _, vision := range []bool{false, true} {
+		user := messages(task, in, vision)[1]
+		if !strings.HasPrefix(user.Content, "Read the notes.") || !strings.Contains(user.Content, "----- begin notes.md -----\n# Notes\nA\n----- end notes.md -----") {
+			t.Errorf("vision %v: the instruction and the text file are not in %q", vision, user.Content)
+		}
+		switch {
+		case vision && (len(user.Images) != 1 || user.Images[0].Name != "photo.png"):
+			t.Errorf("a model with vision got images %+v, want photo.png", user.Images)
+		case !vision && (len(user.Images) != 0 || !strings.Contains(user.Content, "photo.png (image/png, 4 bytes): an image; your model cannot see images")):
+			t.Errorf("a model without vision got %d images and %q, want a note naming the image", len(user.Images), user.Content)
+		}
+	}
+}
