@@ -127,7 +127,7 @@ func (p AttachmentPolicy) Plan(files []IncomingAttachment) []Attachment {
 		case a.Kind == KindOther:
 			a.State, a.Note = AttachmentSkipped, "callon reads only text files and images"
 		case a.URL == "":
-			a.State, a.Note = AttachmentSkipped, "not fetched: its address is not on Discord's CDN"
+			a.State, a.Note = AttachmentSkipped, "its address is not on Discord's CDN, so it was not fetched"
 		case a.Size > p.MaxFile:
 			a.State, a.Note = AttachmentSkipped, "larger than the "+FormatSize(p.MaxFile)+" limit per file"
 		case total+a.Size > p.MaxMessage:

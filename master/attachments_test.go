@@ -97,7 +97,7 @@ func TestPlanAttachments(t *testing.T) {
 		"3 b.md text pending url=true ",
 		"4 c.md text skipped url=true the message's files together are over the 1 KB limit",
 		"5 deck.pdf other skipped url=true callon reads only text files and images",
-		"6 x.txt text skipped url=false not fetched: its address is not on Discord's CDN",
+		"6 x.txt text skipped url=false its address is not on Discord's CDN, so it was not fetched",
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("plan:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
@@ -230,7 +230,7 @@ func TestFetcherOutcomes(t *testing.T) {
 		{name: "image stored with its sniffed type", att: Attachment{Kind: KindImage, ContentType: "image/jpeg"}, data: png, want: AttachmentStored},
 		{name: "an image that is not one", att: Attachment{Kind: KindImage}, data: []byte("<html>"), want: AttachmentSkipped, wantNote: "not a PNG, JPEG, GIF or WebP image"},
 		{name: "too large", att: Attachment{Kind: KindText}, err: fmt.Errorf("x: %w", ErrTooLarge), want: AttachmentSkipped, wantNote: "larger than the 8 MB limit per file"},
-		{name: "off the CDN", att: Attachment{Kind: KindText}, err: ErrNotOnCDN, want: AttachmentSkipped, wantNote: "not fetched: its address is not on Discord's CDN"},
+		{name: "off the CDN", att: Attachment{Kind: KindText}, err: ErrNotOnCDN, want: AttachmentSkipped, wantNote: "its address is not on Discord's CDN, so it was not fetched"},
 		{name: "gone", att: Attachment{Kind: KindText}, err: ErrGone, want: AttachmentFailed, wantNote: "Discord no longer serves it"},
 		{name: "a failure that may pass", att: Attachment{Kind: KindText, Attempts: 1}, err: errors.New("502"), want: AttachmentPending, retry: true},
 		{name: "the last try", att: Attachment{Kind: KindText, Attempts: 3}, err: errors.New("502"), want: AttachmentFailed, wantNote: "the download failed"},

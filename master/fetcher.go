@@ -136,7 +136,7 @@ func (f *Fetcher) result(a Attachment, data []byte, ct string, err error) Attach
 	case errors.Is(err, ErrTooLarge):
 		return AttachmentResult{State: AttachmentSkipped, Note: "larger than the " + FormatSize(f.cfg.MaxFile) + " limit per file"}
 	case errors.Is(err, ErrNotOnCDN):
-		return AttachmentResult{State: AttachmentSkipped, Note: "not fetched: its address is not on Discord's CDN"}
+		return AttachmentResult{State: AttachmentSkipped, Note: "its address is not on Discord's CDN, so it was not fetched"}
 	case errors.Is(err, ErrGone):
 		return AttachmentResult{State: AttachmentFailed, Note: "Discord no longer serves it"}
 	case err != nil && a.Attempts >= f.cfg.MaxAttempts:
