@@ -1,7 +1,8 @@
 // Package sim tests callon's turn state machine with generated sequences:
-// seeded random sequences of events (user messages, the master's
-// decisions and faults, worker outcomes, expired leases, crashes and
-// restarts, outbox deliveries, dissolves) run against the real store on
+// seeded random sequences of events (user messages, some with files, the
+// master's decisions and faults, worker outcomes, downloads and their
+// failures, expired leases, crashes and restarts, outbox deliveries,
+// dissolves) run against the real store on
 // Postgres and the real orchestrator, with scripted models, checking
 // invariants after every event and once the sequence has settled.
 //

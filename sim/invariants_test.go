@@ -120,6 +120,7 @@ func (s *sequence) check() {
 	if running > 1 {
 		s.fatalf("%d turns running at once in one session", running)
 	}
+	s.checkFiles()
 	s.out.mu.Lock()
 	twice := s.out.twice
 	s.out.mu.Unlock()
@@ -143,6 +144,7 @@ func (s *sequence) checkEnd() {
 	if openTasks > 0 {
 		s.fatalf("%d tasks never ended", openTasks)
 	}
+	s.checkEndFiles(dissolved)
 	for _, id := range s.messages {
 		var turnID int64
 		var state string

@@ -87,6 +87,9 @@ func (m *model) Chat(ctx context.Context, req master.ChatRequest) (master.ChatRe
 				if i > 0 && rng.IntN(3) == 0 {
 					task["depends_on"] = []int{rng.IntN(i)}
 				}
+				if files := enum(t.Parameters, "tasks", "items", "attachments", "items"); len(files) > 0 && rng.IntN(2) == 0 {
+					task["attachments"] = []string{files[rng.IntN(len(files))]}
+				}
 				tasks = append(tasks, task)
 			}
 			return call(master.ToolDelegate, map[string]any{"tasks": tasks})

@@ -74,6 +74,7 @@ type sequence struct {
 	svc     *master.Service
 	orch    *master.Orchestrator
 	disp    *master.Outbox
+	fetcher *master.Fetcher
 	model   *model
 	out     *messenger
 	session master.Session
@@ -93,6 +94,7 @@ type sequence struct {
 	nextID    int64
 	messages  []string        // user message ids, in the order posted
 	answers   map[string]bool // messages recorded as answers to a question
+	downloads map[string]int  // downloads of each file, by URL
 	trace     []string
 }
 
@@ -105,7 +107,7 @@ func newSequence(t *testing.T, seed uint64) *sequence {
 	}
 	t.Cleanup(pool.Close)
 	s := &sequence{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), ctx: t.Context(), st: st,
-		pool: pool, errs: &failures{}, answers: map[string]bool{}, crashes: true,
+		pool: pool, errs: &failures{}, answers: map[string]bool{}, downloads: map[string]int{}, crashes: true,
 		nextID: master.Snowflake(time.Now())}
 	s.inquisitive, s.crashy = seed%3 == 0, seed%3 == 1
 	s.log = slog.New(s.errs)
@@ -119,6 +121,8 @@ func newSequence(t *testing.T, seed uint64) *sequence {
 	s.session = sess
 	s.restart()
 	s.disp = master.NewOutbox(master.OutboxConfig{Owner: "sender"}, st, s.out, slog.New(slog.DiscardHandler)) // its faults are injected
+	// One file at a time, so the CDN's answers follow the seed.
+	s.fetcher = master.NewFetcher(master.FetcherConfig{Owner: "fetcher", Batch: 1}, st, cdn{s}, s.log)
 	return s
 }
 
@@ -177,6 +181,7 @@ func (s *sequence) run(n int) {
 		{"flush", 15, s.flush},
 		{"redeliver", 2, s.redeliver},
 		{"dissolve", 1, s.dissolve},
+		{"fetch", 8, s.fetch},
 	}
 	total := 0
 	for _, e := range evs {
@@ -218,7 +223,8 @@ func (s *sequence) message() {
 	}
 	msgID := strconv.FormatInt(id, 10)
 	content := s.text("message")
-	if _, err := s.svc.HandleMessage(s.ctx, master.Incoming{ID: msgID, GuildID: "g", ChannelID: "thread", AuthorID: "u", Content: content}); err != nil {
+	if _, err := s.svc.HandleMessage(s.ctx, master.Incoming{ID: msgID, GuildID: "g", ChannelID: "thread", AuthorID: "u", Content: content,
+		Attachments: s.files()}); err != nil {
 		s.fatalf("HandleMessage: %v", err)
 	}
 	var state string
@@ -267,6 +273,7 @@ func (s *sequence) work() {
 // worker died.
 func (s *sequence) expire() {
 	s.exec(`UPDATE tasks SET lease_until = now() - interval '1 second' WHERE state = 'running'`)
+	s.exec(`UPDATE attachments SET lease_until = now() - interval '1 second' WHERE lease_until IS NOT NULL`)
 	if _, _, err := s.st.SweepExpired(s.ctx); err != nil {
 		s.fatalf("SweepExpired: %v", err)
 	}
@@ -276,6 +283,7 @@ func (s *sequence) expire() {
 // failed steps.
 func (s *sequence) timePasses() {
 	s.exec(`UPDATE turns SET not_before = NULL`)
+	s.exec(`UPDATE attachments SET not_before = NULL`)
 	s.restart()
 }
 
@@ -324,14 +332,17 @@ func (s *sequence) settle() {
 				}
 			}
 		}
-		s.expire() // a task stalled by the sequence
+		s.expire() // a task or a download stalled by the sequence
+		s.fetch()
 		s.flush()
 		s.check()
 		var open int
 		if err := s.pool.QueryRow(s.ctx, `SELECT
 			(SELECT count(*) FROM turns u JOIN sessions x ON x.id = u.session_id WHERE u.state IN ('queued', 'running') AND x.state = 'active')
 			+ (SELECT count(*) FROM tasks WHERE state IN ('queued', 'running'))
-			+ (SELECT count(*) FROM outbox WHERE state = 'pending')`).Scan(&open); err != nil {
+			+ (SELECT count(*) FROM outbox WHERE state = 'pending')
+			+ (SELECT count(*) FROM attachments a JOIN turns u ON u.id = a.turn_id
+			   WHERE a.state = 'pending' AND u.state IN ('queued', 'running'))`).Scan(&open); err != nil {
 			s.fatalf("count open work: %v", err)
 		}
 		if open == 0 {
