@@ -29,19 +29,19 @@ func delegateWith(role, instruction string, files ...string) llmtest.Reply {
 		{"role": role, "instruction": instruction, "attachments": files}}})
 }
 
-// requests records the requests a script was called with.
-type requests struct {
+// scriptCalls records the requests a script was called with.
+type scriptCalls struct {
 	mu   sync.Mutex
 	reqs []llmtest.Request
 }
 
-func (r *requests) add(req llmtest.Request) {
+func (r *scriptCalls) add(req llmtest.Request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reqs = append(r.reqs, req)
 }
 
-func (r *requests) all() []llmtest.Request {
+func (r *scriptCalls) all() []llmtest.Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]llmtest.Request(nil), r.reqs...)
@@ -51,7 +51,7 @@ func (r *requests) all() []llmtest.Request {
 // a worker by name, and shown to it the same way.
 func TestTextAttachmentReachesTheMasterAndAWorker(t *testing.T) {
 	t.Parallel()
-	var masters, workers requests
+	var masters, workers scriptCalls
 	w := setupCDN(t, llmtest.Switch(
 		llmtest.Match(masterPrompt, llmtest.SeqFunc(
 			func(r llmtest.Request) llmtest.Reply {
@@ -123,7 +123,7 @@ func TestAttachmentOnlyMessageIsAnsweredOnce(t *testing.T) {
 // wrote.
 func TestAttachmentOutsideTheCDNIsNeverFetched(t *testing.T) {
 	t.Parallel()
-	var masters requests
+	var masters scriptCalls
 	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.SeqFunc(func(r llmtest.Request) llmtest.Reply {
 		masters.add(r)
 		return reply("Noted.")
@@ -173,7 +173,7 @@ var pngHeader = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\
 // workers') and a note naming it for another (here the master's).
 func TestImageGoesToAVisionModelAndIsNamedToAnother(t *testing.T) {
 	t.Parallel()
-	var masters, workers requests
+	var masters, workers scriptCalls
 	w := setupCDN(t, llmtest.Switch(
 		llmtest.Match(masterPrompt, llmtest.SeqFunc(
 			func(r llmtest.Request) llmtest.Reply {
