@@ -28,6 +28,7 @@ type OutboxConfig struct {
 	NonceWindow time.Duration
 	Wake        <-chan string
 	Now         func() time.Time
+	Metrics     Metrics // nil: NoMetrics
 }
 
 // Outbox delivers the outbox: every message the team posts is a row
@@ -65,6 +66,9 @@ func NewOutbox(cfg OutboxConfig, store OutboxStore, out Messenger, logger *slog.
 	cfg.NonceWindow = cmp.Or(cfg.NonceWindow, time.Minute)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NoMetrics{}
 	}
 	return &Outbox{cfg: cfg, store: store, out: out, log: logger.With("component", "outbox")}
 }
@@ -123,6 +127,7 @@ func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err == nil {
+		d.cfg.Metrics.OutboxDelivered(m.Kind, "sent", d.cfg.Now().Sub(m.CreatedAt))
 		if err := d.store.MarkSent(wctx, m.ID, id); err != nil {
 			// Not lost: the message is claimed again after its lease and
 			// found in the channel instead of being posted twice.
@@ -151,6 +156,11 @@ func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
 	default:
 		log.Warn("send message; retrying", "attempt", m.Attempts+1, "retry_in", retry, "err", err)
 	}
+	result := "retry"
+	if permanent {
+		result = "failed"
+	}
+	d.cfg.Metrics.OutboxDelivered(m.Kind, result, 0)
 	if err := d.store.MarkUnsent(wctx, m.ID, err.Error(), retry, permanent); err != nil {
 		log.Error("record unsent message", "err", err)
 	}

@@ -92,7 +92,26 @@ type Config struct {
 	// its own, which is how a cancellation made by another process arrives.
 	// Nil means polling only.
 	Wake <-chan string
+	// Metrics counts the pool's work; nil counts nothing.
+	Metrics Metrics
 }
+
+// Metrics receives what the pool measures (package metrics implements
+// it). Its methods must not block.
+type Metrics interface {
+	// ToolCalled counts a worker's tool call by tool and result ("ok" or
+	// "invalid"); caller is "worker".
+	ToolCalled(caller, tool, result string)
+	// TaskEnded counts a task whose outcome was written, by its state,
+	// with its time in this worker.
+	TaskEnded(state master.TaskState, took time.Duration)
+}
+
+// noMetrics discards.
+type noMetrics struct{}
+
+func (noMetrics) ToolCalled(string, string, string)         {}
+func (noMetrics) TaskEnded(master.TaskState, time.Duration) {}
 
 func (c Config) withDefaults() Config {
 	c.ID = cmp.Or(c.ID, master.NewOwner())
@@ -111,10 +130,11 @@ func (c Config) withDefaults() Config {
 // Pool claims tasks and runs each on its own goroutine, at most
 // Config.Slots at once. It also runs the lease sweeper.
 type Pool struct {
-	cfg    Config
-	store  Store
-	llm    master.LLM
-	logger *slog.Logger
+	cfg     Config
+	store   Store
+	llm     master.LLM
+	logger  *slog.Logger
+	metrics Metrics
 
 	mu      sync.Mutex
 	running map[int64]*running // by task id
@@ -139,6 +159,7 @@ func New(cfg Config, store Store, llm master.LLM, logger *slog.Logger) *Pool {
 		store:   store,
 		llm:     llm,
 		logger:  logger.With("component", "workers", "worker_id", cfg.ID),
+		metrics: cmp.Or[Metrics](cfg.Metrics, noMetrics{}),
 		running: make(map[int64]*running),
 	}
 }
