@@ -22,16 +22,31 @@ Usage:
   callon signals --thread ID | --session ID
                       print a team's signals as JSON lines
   callon invite       print the OAuth2 URL that adds the bot to a server
+  callon healthcheck  exit 0 when this host's callon is ready (GET /readyz at
+                      CALLON_HTTP_ADDR): for container health checks
   callon version      print the version
 
 Configuration comes from the environment; see README.md.
 `
 
-// run is the whole program; main only hands it the process's world.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// run is the whole program; main only hands it the process's world. An
+// error it returns has been written to stderr already, in the log format
+// (LOG_FORMAT=json: one JSON line like every other).
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+	cfg := config.Load(getenv)
+	defer func() {
+		if err != nil {
+			reportFatal(cfg, stderr, err)
+		}
+	}()
+	// In JSON mode nothing but JSON lines reaches stderr: no usage text.
+	usageOut := stderr
+	if cfg.LogFormat == "json" {
+		usageOut = io.Discard
+	}
 	fs := flag.NewFlagSet("callon", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	fs.SetOutput(usageOut)
+	fs.Usage = func() { fmt.Fprint(usageOut, usage) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -42,14 +57,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(rest) > 0 {
 		cmd, rest = rest[0], rest[1:]
 	}
-	cfg := config.Load(getenv)
 	switch cmd {
 	case "version":
-		fmt.Fprintln(stdout, "callon", version)
+		fmt.Fprintln(stdout, "callon", versionLine(build()))
 		return nil
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil
+	case "healthcheck":
+		return healthcheck(ctx, cfg, stdout)
 	case "invite":
 		return invite(cfg, stdout)
 	case "migrate":
@@ -61,7 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err := cfg.Validate(0); err != nil {
 			return configError(err)
 		}
-		return signals(ctx, cfg, newLogger(cfg, stderr), rest, stdout, stderr)
+		return signals(ctx, cfg, newLogger(cfg, stderr), rest, stdout, usageOut)
 	case "worker":
 		if err := cfg.Validate(config.NeedLLM); err != nil {
 			return configError(err)
@@ -73,9 +89,50 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return serve(ctx, cfg, newLogger(cfg, stderr), true)
 	default:
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown command %q", cmd)
+		fmt.Fprint(usageOut, usage)
+		return fmt.Errorf("unknown command %q (callon help lists them)", cmd)
 	}
+}
+
+// reportFatal writes the error that stops callon: "callon: …" in text
+// mode; in JSON mode one line, with each invalid variable of a
+// configuration error as a field of its own.
+func reportFatal(cfg config.Config, stderr io.Writer, err error) {
+	if cfg.LogFormat != "json" {
+		fmt.Fprintln(stderr, "callon:", err)
+		return
+	}
+	attrs := []any{"err", err.Error()}
+	var problems []map[string]string
+	for _, e := range leaves(err) {
+		var fe *config.FieldError
+		if errors.As(e, &fe) {
+			problems = append(problems, map[string]string{"var": fe.Var, "problem": fe.Problem})
+		}
+	}
+	if problems != nil {
+		attrs = append(attrs, "problems", problems)
+	}
+	newLogger(cfg, stderr).Error("callon stopped", attrs...)
+}
+
+// leaves unwraps err into the errors it joins, depth first.
+func leaves(err error) []error {
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		var out []error
+		for _, e := range u.Unwrap() {
+			out = append(out, leaves(e)...)
+		}
+		return out
+	case interface{ Unwrap() error }:
+		if inner := u.Unwrap(); inner != nil {
+			if in := leaves(inner); len(in) > 1 {
+				return in
+			}
+		}
+	}
+	return []error{err}
 }
 
 func configError(err error) error {
