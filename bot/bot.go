@@ -252,13 +252,13 @@ func (b *Bot) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 func (b *Bot) route(ctx context.Context, log *slog.Logger, in master.Incoming) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	created, err := b.svc.HandleMessage(ctx, in)
+	turn, err := b.svc.HandleMessage(ctx, in)
 	if err != nil {
 		log.Warn("route message", "err", err)
 		return err
 	}
-	if created {
-		log.Debug("turn recorded")
+	if turn.ID != 0 {
+		log.Debug("message routed", "session_id", turn.SessionID, "turn_id", turn.ID)
 	}
 	return nil
 }

@@ -595,7 +595,7 @@ func (o *Orchestrator) replan(ctx context.Context, g Guard, s Session, old []Rol
 	if err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
-	o.log.Info("replanned", "session_id", g.SessionID, "roles", RoleNames(roster), "removed", removed, "reason", d.reason)
+	o.log.Info("replanned", "session_id", g.SessionID, "turn_id", g.TurnID, "roles", RoleNames(roster), "removed", removed, "reason", d.reason)
 	return roster, nil
 }
 

@@ -122,7 +122,7 @@ func (d *Outbox) deliver(ctx context.Context, msgs []OutMessage) {
 // deliverOne sends one message and records the outcome; it reports
 // whether the message is out of the way (sent, or given up).
 func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
-	log := d.log.With("outbox_id", m.ID, "kind", m.Kind, "channel_id", m.ChannelID)
+	log := d.log.With("outbox_id", m.ID, "kind", m.Kind, "channel_id", m.ChannelID, "session_id", m.SessionID, "turn_id", m.TurnID)
 	id, err := d.send(ctx, m)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -179,7 +179,7 @@ func (d *Outbox) send(ctx context.Context, m OutMessage) (string, error) {
 			return "", fmt.Errorf("look for an earlier send: %w", err)
 		}
 		if id != "" {
-			d.log.Info("message was posted before; recording it", "outbox_id", m.ID, "message_id", id)
+			d.log.Info("message was posted before; recording it", "outbox_id", m.ID, "message_id", id, "session_id", m.SessionID, "turn_id", m.TurnID)
 			return id, nil
 		}
 	}
@@ -192,7 +192,7 @@ func (d *Outbox) release(ctx context.Context, msgs []OutMessage) {
 	defer cancel()
 	for _, m := range msgs {
 		if err := d.store.ReleaseOutbox(wctx, m); err != nil {
-			d.log.Warn("give back message", "outbox_id", m.ID, "err", err)
+			d.log.Warn("give back message", "outbox_id", m.ID, "session_id", m.SessionID, "turn_id", m.TurnID, "err", err)
 		}
 	}
 }

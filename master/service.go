@@ -142,25 +142,26 @@ type Incoming struct {
 
 // HandleMessage routes a message to its session's master. Messages from
 // bots (this one included), outside session threads, or redelivered are
-// ignored. It reports whether a new turn was recorded.
-func (s *Service) HandleMessage(ctx context.Context, m Incoming) (bool, error) {
+// ignored. It returns the message's turn (new, or recorded before), or a
+// zero Turn when the message is not for a team.
+func (s *Service) HandleMessage(ctx context.Context, m Incoming) (Turn, error) {
 	if m.AuthorBot || strings.TrimSpace(m.Content) == "" {
-		return false, nil
+		return Turn{}, nil
 	}
 	sess, err := s.store.ActiveSession(ctx, m.ChannelID)
 	if errors.Is(err, ErrNotFound) {
-		return false, nil
+		return Turn{}, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("find session: %w", err)
+		return Turn{}, fmt.Errorf("find session: %w", err)
 	}
-	_, created, err := s.store.RecordTurn(ctx, Turn{
+	t, _, err := s.store.RecordTurn(ctx, Turn{
 		SessionID: sess.ID, MessageID: m.ID, GuildID: m.GuildID, ChannelID: m.ChannelID, AuthorID: m.AuthorID, Content: CleanText(m.Content), State: TurnQueued,
 	})
 	if err != nil {
-		return false, fmt.Errorf("record turn: %w", err)
+		return Turn{}, fmt.Errorf("record turn: %w", err)
 	}
-	return created, nil
+	return t, nil
 }
 
 // CatchUpMax bounds how many messages one thread's catch-up turns into

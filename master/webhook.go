@@ -153,9 +153,9 @@ func (s *WebhookSender) deliver(ctx context.Context, ev WebhookEvent) {
 	err := s.store.RecordWebhook(wctx, r)
 	switch {
 	case errors.Is(err, ErrStale):
-		s.log.Debug("webhook event claimed again meanwhile", "event_id", ev.ID, "attempt", ev.Attempt)
+		s.log.Debug("webhook event claimed again meanwhile", "event_id", ev.ID, "session_id", ev.SessionID, "attempt", ev.Attempt)
 	case err != nil:
-		s.log.Error("record webhook delivery", "event_id", ev.ID, "err", err)
+		s.log.Error("record webhook delivery", "event_id", ev.ID, "session_id", ev.SessionID, "err", err)
 	}
 	attrs := []any{"event_id", ev.ID, "event", ev.Kind, "session_id", ev.SessionID, "attempt", ev.Attempt, "status", r.Status}
 	switch {

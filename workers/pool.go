@@ -368,5 +368,5 @@ func (p *Pool) sweep(ctx context.Context) {
 
 // taskLogger is the pool's logger with one task's fields.
 func (p *Pool) taskLogger(t master.Task) *slog.Logger {
-	return p.logger.With("task_id", t.ID, "role", t.Role, "session_id", t.SessionID, "attempt", t.Attempt)
+	return p.logger.With("task_id", t.ID, "role", t.Role, "session_id", t.SessionID, "turn_id", t.TurnID, "attempt", t.Attempt)
 }
