@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
@@ -356,5 +357,35 @@ func TestUnknownCommandInJSONModeWritesOnlyJSON(t *testing.T) {
 	_, errOut, err := runCmd(t, map[string]string{"LOG_FORMAT": "json"}, "frobnicate")
 	if err == nil || !json.Valid([]byte(strings.TrimSpace(errOut))) || !strings.Contains(errOut, "frobnicate") {
 		t.Errorf("unknown command in JSON mode: err %v, stderr %q; want one JSON line naming it", err, errOut)
+	}
+}
+
+// /readyz names each check that fails, and only those.
+func TestReadyzNamesWhatIsDown(t *testing.T) {
+	t.Parallel()
+	dbUp := true
+	h := newOpsHandler(map[string]check{
+		"database": func(context.Context) string {
+			if dbUp {
+				return ""
+			}
+			return "not answering"
+		},
+		"gateway": func(context.Context) string { return "" },
+	}, http.NotFoundHandler())
+	serve := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, strings.TrimSpace(rec.Body.String())
+	}
+	if code, body := serve("/readyz"); code != http.StatusOK || body != `{"ready":true}` {
+		t.Errorf("all up: /readyz = %d %s", code, body)
+	}
+	dbUp = false
+	if code, body := serve("/readyz"); code != http.StatusServiceUnavailable || body != `{"ready":false,"down":{"database":"not answering"}}` {
+		t.Errorf("database down: /readyz = %d %s", code, body)
+	}
+	if code, _ := serve("/healthz"); code != http.StatusOK {
+		t.Errorf("database down: /healthz = %d, want 200", code)
 	}
 }
