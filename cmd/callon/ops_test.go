@@ -13,12 +13,14 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/callonbot/callon/bot/discordtest"
 	"github.com/callonbot/callon/llm/llmtest"
 )
 
@@ -226,6 +228,7 @@ func TestMetricsMoveAfterATurn(t *testing.T) {
 		"CALLON_HTTP_ADDR", addr, "CALLON_MASTER_MODEL", "boss-model", "CALLON_WORKER_MODEL", "hand-model")
 	base := "http://" + addr
 	thread := w.team("Metrics")
+	w.dc.RateLimit(discordtest.RouteCreateMessage, 1, 10*time.Millisecond)
 	msg := w.say(thread, "go")
 	if got := w.waitReply(thread, msg); got != "the answer" {
 		t.Fatalf("reply = %q", got)
@@ -250,6 +253,8 @@ func TestMetricsMoveAfterATurn(t *testing.T) {
 		{`callon_outbox_delivery_seconds_count{kind="kickoff"}`, atLeast(1)},
 		{`callon_discord_requests_total{route="POST /channels/{id}/messages",status="2xx"}`, atLeast(2)},
 		{`callon_discord_requests_total{route="PUT /applications/{id}/commands",status="2xx"}`, atLeast(1)},
+		{`callon_discord_requests_total{route="POST /channels/{id}/messages",status="429"}`, atLeast(1)},
+		{`callon_discord_rate_limited_total{route="POST /channels/{id}/messages"}`, atLeast(1)},
 		{`callon_gateway_connected{shard="0"}`, func(v float64) bool { return v == 1 }},
 		{`callon_sessions_active`, atLeast(1)},
 		{`callon_processes`, atLeast(1)},
@@ -349,6 +354,14 @@ func TestJSONLogs(t *testing.T) {
 	}
 	if !strings.Contains(out, `"msg":"callon stopped"`) {
 		t.Errorf("no fatal error line in:\n%s", out)
+	}
+}
+
+func TestVersionNamesTheBuild(t *testing.T) {
+	t.Parallel()
+	out, _, err := runCmd(t, nil, "version")
+	if err != nil || !strings.HasPrefix(out, "callon "+version) || !strings.Contains(out, runtime.Version()) {
+		t.Errorf("callon version = %q, %v; want the version and the Go version", out, err)
 	}
 }
 
