@@ -89,8 +89,11 @@ type Store interface {
 
 // New builds the bot; Run connects it.
 func New(cfg Config, svc *master.Service, cmds *master.Commands, roles *master.Roles, store Store, logger *slog.Logger) (*Bot, error) {
-	b := &Bot{cfg: cfg, metrics: cmp.Or[Metrics](cfg.Metrics, noMetrics{}), svc: svc, cmds: cmds, roles: roles, store: store,
+	b := &Bot{cfg: cfg, metrics: cfg.Metrics, svc: svc, cmds: cmds, roles: roles, store: store,
 		log: logger.With("component", "bot"), appID: cfg.AppID}
+	if b.metrics == nil {
+		b.metrics = noMetrics{}
+	}
 	routeDiscordgoLogs(logger)
 	s, err := b.newSession()
 	if err != nil {

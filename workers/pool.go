@@ -154,12 +154,15 @@ type running struct {
 // New returns a pool; call Run.
 func New(cfg Config, store Store, llm master.LLM, logger *slog.Logger) *Pool {
 	cfg = cfg.withDefaults()
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
 	return &Pool{
 		cfg:     cfg,
 		store:   store,
 		llm:     llm,
 		logger:  logger.With("component", "workers", "worker_id", cfg.ID),
-		metrics: cmp.Or[Metrics](cfg.Metrics, noMetrics{}),
+		metrics: cfg.Metrics,
 		running: make(map[int64]*running),
 	}
 }

@@ -105,15 +105,24 @@ func TestSeveralProcessesAnswerOnce(t *testing.T) {
 			t.Errorf("%q got %d replies, want 1", s.msg.Content, n)
 		}
 	}
+	perThread := len(all) / len(threads)
 	for _, th := range threads {
-		replies := 0
+		replies, statuses := 0, 0
 		for _, m := range w.botMessages(th) {
-			if strings.HasPrefix(m.Content, "answer ") {
+			switch {
+			case strings.HasPrefix(m.Content, "answer "):
 				replies++
+			case isStatus(m):
+				statuses++
 			}
 		}
-		if replies != len(all)/len(threads) {
-			t.Errorf("thread %s has %d replies, want %d", th, replies, len(all)/len(threads))
+		if replies != perThread {
+			t.Errorf("thread %s has %d replies, want %d", th, replies, perThread)
+		}
+		// Every process runs the status presenter; a status message is
+		// posted with its turn's nonce, so there is at most one per turn.
+		if statuses > perThread {
+			t.Errorf("thread %s has %d status messages for %d messages", th, statuses, perThread)
 		}
 	}
 }
