@@ -111,7 +111,7 @@ func Load(getenv func(string) string) Config {
 		MasterModel:   cmp.Or(strings.TrimSpace(getenv("CALLON_MASTER_MODEL")), DefaultMasterModel),
 		WorkerModel:   cmp.Or(strings.TrimSpace(getenv("CALLON_WORKER_MODEL")), DefaultWorkerModel),
 		RolesFile:     strings.TrimSpace(getenv("CALLON_ROLES_FILE")),
-		HTTPAddr:      strings.TrimSpace(getenv("CALLON_HTTP_ADDR")),
+		HTTPAddr:      p.httpAddr(),
 		LogLevel:      p.level("LOG_LEVEL"),
 		LogFormat:     p.oneOf("LOG_FORMAT", "text", "text", "json"),
 		Limits: Limits{

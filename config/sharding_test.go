@@ -82,3 +82,13 @@ func TestConfigLogsAsFields(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPAddr(t *testing.T) {
+	t.Parallel()
+	for addr, ok := range map[string]bool{"": true, ":8080": true, "127.0.0.1:9090": true, "[::]:80": true, "8080": false, "host:": false} {
+		c := config.Load(env(map[string]string{"CALLON_HTTP_ADDR": addr}))
+		if err := c.Validate(0); (err == nil) != ok {
+			t.Errorf("CALLON_HTTP_ADDR=%q: Validate() = %v, want ok %v", addr, err, ok)
+		}
+	}
+}

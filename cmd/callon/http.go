@@ -84,6 +84,9 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logge
 // for an image without curl.
 func healthcheck(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	if cfg.HTTPAddr == "" {
+		if err := cfg.Validate(0); err != nil {
+			return configError(err)
+		}
 		return errors.New("CALLON_HTTP_ADDR is not set: callon serves /readyz only when it is")
 	}
 	u, err := readyURL(cfg.HTTPAddr)
