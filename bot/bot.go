@@ -134,7 +134,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.ctx = ctx
 	count, ids, maxConcurrency, err := b.plan(ctx)
 	if err != nil {
-		return err
+		return describeAuthError(err)
 	}
 	sessions := []*discordgo.Session{b.s}
 	for range ids[1:] {
@@ -163,7 +163,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return err
+		return describeGatewayError(err)
 	}
 	b.s.State.RLock()
 	if b.appID == "" && b.s.State.Application != nil {
@@ -186,13 +186,14 @@ func (b *Bot) Run(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := b.s.ApplicationCommandBulkOverwrite(b.appID, b.cfg.GuildID, commandDefinitions(), discordgo.WithContext(rctx)); err != nil {
-		return fmt.Errorf("register slash commands: %w", err)
+		return describeAuthError(fmt.Errorf("register slash commands: %w", err))
 	}
 	where := "globally"
 	if b.cfg.GuildID != "" {
 		where = "in guild " + b.cfg.GuildID
 	}
 	b.log.Info("connected", "app_id", b.appID, "bot_user", b.botUser, "shards", ids, "shard_count", count, "commands", len(commands), "registered", where)
+	b.log.Info("invite the bot to a server with this URL", "invite_url", InviteURL(b.appID))
 	<-ctx.Done()
 	return nil
 }

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -23,20 +24,42 @@ var commands = []command{callonCommand, teamCommand, replanCommand, dissolveComm
 // guildOnly restricts a command to servers (no DMs, no group DMs).
 var guildOnly = &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild}
 
+// commandDefinitions is what is registered: every command, translated.
 func commandDefinitions() []*discordgo.ApplicationCommand {
 	defs := make([]*discordgo.ApplicationCommand, len(commands))
 	for i, c := range commands {
 		defs[i] = c.def
 	}
-	return defs
+	return localize(defs)
 }
 
+// form is what a button or a modal leads to: handle runs when the
+// custom_id of the component clicked, or of the modal submitted, starts
+// with prefix.
+type form struct {
+	prefix string
+	handle func(b *Bot, i *discordgo.InteractionCreate, id string)
+}
+
+// buttons and modals are the registries of the bot's buttons and modals.
+var (
+	buttons = []form{dissolveConfirm, dissolveCancel}
+	modals  = []form{rolesSetForm}
+)
+
 func (b *Bot) onInteraction(_ *discordgo.Session, i *discordgo.InteractionCreate) {
-	if i.Type == discordgo.InteractionApplicationCommandAutocomplete {
+	switch i.Type {
+	case discordgo.InteractionApplicationCommandAutocomplete:
 		b.onAutocomplete(i)
 		return
-	}
-	if i.Type != discordgo.InteractionApplicationCommand {
+	case discordgo.InteractionMessageComponent:
+		b.onForm(i, i.MessageComponentData().CustomID, buttons)
+		return
+	case discordgo.InteractionModalSubmit:
+		b.onForm(i, i.ModalSubmitData().CustomID, modals)
+		return
+	case discordgo.InteractionApplicationCommand:
+	default:
 		return
 	}
 	name := i.ApplicationCommandData().Name
@@ -53,6 +76,20 @@ func (b *Bot) onInteraction(_ *discordgo.Session, i *discordgo.InteractionCreate
 	b.respondEphemeral(i, fmt.Sprintf("I don't know the command /%s any more; it may have been removed.", name))
 }
 
+// onForm routes a button click or a modal submission by its custom_id.
+func (b *Bot) onForm(i *discordgo.InteractionCreate, id string, forms []form) {
+	if i.Member == nil || i.GuildID == "" {
+		return
+	}
+	for _, f := range forms {
+		if strings.HasPrefix(id, f.prefix) {
+			f.handle(b, i, strings.TrimPrefix(id, f.prefix))
+			return
+		}
+	}
+	b.respondEphemeral(i, "This form is from an older version of callon; run the command again.")
+}
+
 // noMentions lets a message ping nobody.
 func noMentions() *discordgo.MessageAllowedMentions {
 	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
@@ -67,7 +104,7 @@ func (b *Bot) respondEphemeral(i *discordgo.InteractionCreate, text string) {
 		Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()},
 	}, discordgo.WithContext(ctx))
 	if err != nil {
-		b.log.Warn("respond to interaction", "command", i.ApplicationCommandData().Name, "err", err)
+		b.log.Warn("respond to interaction", "command", commandName(i), "err", err)
 	}
 }
 
@@ -86,7 +123,7 @@ func (b *Bot) deferEphemeral(i *discordgo.InteractionCreate) error {
 func (b *Bot) editResponse(ctx context.Context, i *discordgo.InteractionCreate, text string) {
 	_, err := b.s.InteractionResponseEdit(i.Interaction, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
 	if err != nil {
-		b.log.Warn("complete interaction", "command", i.ApplicationCommandData().Name, "err", err)
+		b.log.Warn("complete interaction", "command", commandName(i), "err", err)
 	}
 }
 

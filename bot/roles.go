@@ -53,12 +53,12 @@ var rolesCommand = command{
 				Options: []*discordgo.ApplicationCommandOption{
 					roleNameOption("Lowercase slug, e.g. copywriter or market-analyst"),
 					{
-						Type: discordgo.ApplicationCommandOptionString, Name: "description", Required: true,
+						Type: discordgo.ApplicationCommandOptionString, Name: "description",
 						Description: "One line: what the role is for (the coordinator routes by it)", MaxLength: master.MaxDescriptionLen,
 					},
 					{
-						Type: discordgo.ApplicationCommandOptionString, Name: "prompt", Required: true,
-						Description: "The role's instructions: how it works, what it produces", MaxLength: 6000,
+						Type: discordgo.ApplicationCommandOptionString, Name: "prompt",
+						Description: "The role's instructions (leave out to write several lines in a form)", MaxLength: 6000,
 					},
 					{
 						Type: discordgo.ApplicationCommandOptionString, Name: "model", Autocomplete: true,
@@ -112,6 +112,15 @@ func (b *Bot) handleRoles(i *discordgo.InteractionCreate) {
 		return
 	}
 	sub := opts[0]
+	if sub.Name == "set" && (sub.GetOption("prompt") == nil || sub.GetOption("description") == nil) {
+		b.showRoleForm(i, sub) // a multi-line prompt cannot be typed into an option
+		return
+	}
+	b.runRolesCommand(i, sub)
+}
+
+// runRolesCommand acknowledges a /roles subcommand and runs it.
+func (b *Bot) runRolesCommand(i *discordgo.InteractionCreate, sub *discordgo.ApplicationCommandInteractionDataOption) {
 	if err := b.deferEphemeral(i); err != nil {
 		b.log.Warn("acknowledge /roles", "err", err)
 		return
@@ -216,9 +225,11 @@ func rosterChange(channelID string, before, after []master.RoleLayer) string {
 // rosterChannel is the channel whose roster applies to id: id itself, or
 // a thread's parent.
 func (b *Bot) rosterChannel(ctx context.Context, i *discordgo.InteractionCreate, id string) (string, error) {
-	if data := i.ApplicationCommandData(); data.Resolved != nil {
-		if ch, ok := data.Resolved.Channels[id]; ok && ch.ParentID != "" && ch.IsThread() {
-			return ch.ParentID, nil
+	if i.Type == discordgo.InteractionApplicationCommand {
+		if data := i.ApplicationCommandData(); data.Resolved != nil {
+			if ch, ok := data.Resolved.Channels[id]; ok && ch.ParentID != "" && ch.IsThread() {
+				return ch.ParentID, nil
+			}
 		}
 	}
 	ch, err := b.Channels().channel(ctx, id)

@@ -18,7 +18,6 @@ import (
 const (
 	DefaultDiscordAPIURL   = "https://discord.com"
 	DefaultOpenAIBaseURL   = "https://api.openai.com/v1"
-	DefaultDatabaseURL     = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 	DefaultMasterModel     = "gpt-4o"
 	DefaultWorkerModel     = "gpt-4o-mini"
 	DefaultMaxWorkers      = 8
@@ -60,6 +59,9 @@ type Config struct {
 	Roles []Roster
 	// MCPServers is the roles file's mcp_servers, in name order.
 	MCPServers []MCPServer
+	// Providers are the named model providers besides OPENAI_*, from the
+	// roles file and CALLON_PROVIDERS, in name order.
+	Providers []Provider
 	// Models is what a role may name (CALLON_MODELS); the worker model
 	// is always on it.
 	Models    []string
@@ -71,19 +73,23 @@ type Config struct {
 	HandBack HandBack
 	Webhook  Webhook
 
+	// Warnings are problems that do not stop callon: deprecated names,
+	// a database that is probably not the one meant. Log them at start.
+	Warnings []string
+
 	errs []error // problems found while parsing; reported by Validate
 }
 
 // Limits bound what a team may consume. Every one has a default.
 type Limits struct {
-	MaxWorkers     int           // CALLON_MAX_WORKERS: roles per team
+	MaxWorkers     int           // CALLON_MAX_ROLES (formerly CALLON_MAX_WORKERS): roles per team
 	MaxRounds      int           // CALLON_MAX_ROUNDS: delegation rounds per turn
 	MaxTasks       int           // CALLON_MAX_TASKS: tasks per round
 	TaskTimeout    time.Duration // CALLON_TASK_TIMEOUT: one worker's time on one task
 	TaskLease      time.Duration // CALLON_TASK_LEASE: heartbeat every third of it
 	SweepInterval  time.Duration // CALLON_SWEEP_INTERVAL: expired leases are requeued this often
 	MaxAttempts    int           // CALLON_MAX_ATTEMPTS: claims of one task before it fails
-	WorkerSlots    int           // CALLON_WORKER_SLOTS: tasks one process runs at once; 0: none (bot only)
+	WorkerSlots    int           // CALLON_CONCURRENT_TASKS (formerly CALLON_WORKER_SLOTS): tasks one process runs at once; 0: none (bot only)
 	LLMConcurrency int           // CALLON_LLM_CONCURRENCY: LLM calls one process makes at once
 	SessionTokens  int64         // CALLON_MAX_SESSION_TOKENS: 0 means unlimited
 	History        int           // CALLON_HISTORY: recent messages the master sees verbatim
@@ -105,7 +111,7 @@ func Load(getenv func(string) string) Config {
 		DiscordGuild:  p.snowflake("DISCORD_GUILD_ID"),
 		DiscordAPIURL: p.url("DISCORD_API_URL", DefaultDiscordAPIURL),
 		Sharding:      p.sharding(),
-		DatabaseURL:   cmp.Or(strings.TrimSpace(getenv("DATABASE_URL")), DefaultDatabaseURL),
+		DatabaseURL:   strings.TrimSpace(getenv("DATABASE_URL")),
 		OpenAIKey:     strings.TrimSpace(getenv("OPENAI_API_KEY")),
 		OpenAIBaseURL: p.url("OPENAI_BASE_URL", DefaultOpenAIBaseURL),
 		MasterModel:   cmp.Or(strings.TrimSpace(getenv("CALLON_MASTER_MODEL")), DefaultMasterModel),
@@ -115,14 +121,14 @@ func Load(getenv func(string) string) Config {
 		LogLevel:      p.level("LOG_LEVEL"),
 		LogFormat:     p.oneOf("LOG_FORMAT", "text", "text", "json"),
 		Limits: Limits{
-			MaxWorkers:     p.int("CALLON_MAX_WORKERS", DefaultMaxWorkers, 1, 25),
+			MaxWorkers:     p.int(p.renamed("CALLON_MAX_ROLES", "CALLON_MAX_WORKERS"), DefaultMaxWorkers, 1, 25),
 			MaxRounds:      p.int("CALLON_MAX_ROUNDS", DefaultMaxRounds, 1, 20),
 			MaxTasks:       p.int("CALLON_MAX_TASKS", DefaultMaxTasks, 1, 50),
 			TaskTimeout:    p.duration("CALLON_TASK_TIMEOUT", DefaultTaskTimeout, time.Second, 24*time.Hour),
 			TaskLease:      p.duration("CALLON_TASK_LEASE", DefaultTaskLease, 3*time.Second, time.Hour),
 			SweepInterval:  p.duration("CALLON_SWEEP_INTERVAL", DefaultSweepInterval, 100*time.Millisecond, time.Hour),
 			MaxAttempts:    p.int("CALLON_MAX_ATTEMPTS", DefaultMaxAttempts, 1, 10),
-			WorkerSlots:    p.int("CALLON_WORKER_SLOTS", DefaultWorkerSlots, 0, 256),
+			WorkerSlots:    p.int(p.renamed("CALLON_CONCURRENT_TASKS", "CALLON_WORKER_SLOTS"), DefaultWorkerSlots, 0, 256),
 			LLMConcurrency: p.int("CALLON_LLM_CONCURRENCY", DefaultLLMConcurrency, 1, 1024),
 			SessionTokens:  int64(p.int("CALLON_MAX_SESSION_TOKENS", DefaultSessionTokens, 0, 1<<31-1)),
 			History:        p.int("CALLON_HISTORY", DefaultHistoryMessages, 2, 200),
@@ -140,11 +146,16 @@ func Load(getenv func(string) string) Config {
 		if err != nil {
 			p.fail("CALLON_ROLES_FILE", "%v", err)
 		}
-		c.Roles, c.MCPServers = rf.Rosters, rf.MCPServers
+		c.Roles, c.MCPServers, c.Providers = rf.Rosters, rf.MCPServers, rf.Providers
 	}
+	c.Providers = p.providers(c.Providers)
 	c.HandBack = p.handBack()
 	c.Webhook = p.webhook()
-	c.errs = p.errs
+	c.errs, c.Warnings = p.errs, p.warnings
+	if db := databaseName(c.DatabaseURL); db == "postgres" {
+		c.Warnings = append(c.Warnings, "DATABASE_URL names the database \"postgres\", Postgres's maintenance database: "+
+			"callon's tables would be created there; create a database for callon (createdb callon) and name it instead")
+	}
 	if c.DatabaseURL != "" {
 		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			// The raw value may hold a password: describe it, never echo it.
@@ -157,10 +168,11 @@ func Load(getenv func(string) string) Config {
 // Need says which parts of the configuration a command requires.
 type Need uint8
 
-// What a command may need beyond a valid database URL.
+// What a command may need.
 const (
-	NeedDiscord Need = 1 << iota // DISCORD_TOKEN
-	NeedLLM                      // OPENAI_API_KEY for api.openai.com
+	NeedDiscord  Need = 1 << iota // DISCORD_TOKEN
+	NeedLLM                       // OPENAI_API_KEY for api.openai.com
+	NeedDatabase                  // DATABASE_URL
 )
 
 // Validate reports every invalid field at once, each naming its variable
@@ -168,6 +180,10 @@ const (
 // calling command requires.
 func (c Config) Validate(need Need) error {
 	errs := append([]error(nil), c.errs...)
+	if need&NeedDatabase != 0 && c.DatabaseURL == "" {
+		errs = append(errs, fieldError("DATABASE_URL", "is required: a Postgres database of callon's own, "+
+			"e.g. postgres://callon:PASSWORD@localhost:5432/callon (create it first: createdb callon)"))
+	}
 	if need&NeedDiscord != 0 && c.DiscordToken == "" {
 		errs = append(errs, fieldError("DISCORD_TOKEN", "is required (the bot token from the Discord Developer Portal)"))
 	}
@@ -243,6 +259,7 @@ func (c Config) attrs() []slog.Attr {
 		slog.String("webhook_url", redactWebhookURL(w.URL)),
 		slog.String("webhook_secret", redact(w.Secret)),
 		slog.Int("webhook_retries", w.Retries),
+		slog.String("providers", providerList(c.Providers)),
 	}
 }
 
@@ -282,8 +299,30 @@ func fieldError(v, problem string) error { return &FieldError{Var: v, Problem: p
 
 // parser reads typed values and keeps every problem it meets.
 type parser struct {
-	getenv func(string) string
-	errs   []error
+	getenv   func(string) string
+	errs     []error
+	warnings []string
+}
+
+// renamed returns the variable to read for a setting that was renamed:
+// the new name, unless only the old one is set, which still works with a
+// deprecation warning.
+func (p *parser) renamed(name, old string) string {
+	if strings.TrimSpace(p.getenv(name)) == "" && strings.TrimSpace(p.getenv(old)) != "" {
+		p.warnings = append(p.warnings, fmt.Sprintf("%s is deprecated: rename it %s (the old name will stop working in a later release)", old, name))
+		return old
+	}
+	return name
+}
+
+// databaseName is the database a postgres:// URL names, "" when it does
+// not parse.
+func databaseName(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return ""
+	}
+	return strings.TrimPrefix(u.Path, "/")
 }
 
 func (p *parser) fail(v, format string, args ...any) {
@@ -368,4 +407,13 @@ func (p *parser) level(v string) slog.Level {
 	}
 	p.fail(v, "must be one of debug, info, warn, error, got %q", s)
 	return slog.LevelInfo
+}
+
+// providerList names the providers and their URLs, never their keys.
+func providerList(ps []Provider) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = p.Name + "=" + RedactURL(p.BaseURL)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
 }

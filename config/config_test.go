@@ -26,7 +26,7 @@ func TestDefaults(t *testing.T) {
 	}{
 		{"DiscordAPIURL", c.DiscordAPIURL, "https://discord.com"},
 		{"OpenAIBaseURL", c.OpenAIBaseURL, "https://api.openai.com/v1"},
-		{"DatabaseURL", c.DatabaseURL, config.DefaultDatabaseURL},
+		{"DatabaseURL", c.DatabaseURL, ""},
 		{"MasterModel", c.MasterModel, config.DefaultMasterModel},
 		{"WorkerModel", c.WorkerModel, config.DefaultWorkerModel},
 		{"LogFormat", c.LogFormat, "text"},

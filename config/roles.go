@@ -49,6 +49,7 @@ type Role struct {
 //	      "<channel id>":
 //	        roles: [...]      # the channel's roster
 type rolesFileYAML struct {
+	Providers  map[string]providerYAML  `yaml:"providers"`
 	MCPServers map[string]mcpServerYAML `yaml:"mcp_servers"`
 	Roles      []roleYAML               `yaml:"roles"`
 	Guilds     map[string]guildYAML     `yaml:"guilds"`
@@ -84,6 +85,8 @@ type RolesFile struct {
 	Rosters []Roster
 	// MCPServers are the file's mcp_servers, in name order.
 	MCPServers []MCPServer
+	// Providers are the file's model providers, in name order.
+	Providers []Provider
 }
 
 // loadRolesFile reads and parses the roles file at path, expanding
@@ -141,6 +144,13 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 		return RolesFile{}, fmt.Errorf("invalid YAML: %w", err)
 	}
 	var rf RolesFile
+	for _, name := range sortedKeys(doc.Providers) {
+		p, err := doc.Providers[name].provider(name, getenv)
+		if err != nil {
+			return RolesFile{}, fmt.Errorf("provider %q: %w", name, err)
+		}
+		rf.Providers = append(rf.Providers, p)
+	}
 	for _, name := range sortedKeys(doc.MCPServers) {
 		srv, err := doc.MCPServers[name].server(name, getenv)
 		if err != nil {

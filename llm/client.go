@@ -50,8 +50,13 @@ type Config struct {
 	Timeout time.Duration
 	// MaxConcurrent bounds the HTTP requests in flight through this
 	// Client (a call waiting to retry holds no slot); the process shares
-	// one Client so that the bound is process-wide.
+	// one Client (or one Router) so that the bound is process-wide.
 	MaxConcurrent int
+	// Headers are sent with every request (a provider's own headers).
+	Headers map[string]string
+
+	// slots, when set, is the bound shared with other clients (a Router's).
+	slots chan struct{}
 }
 
 // String describes the config without the API key.
@@ -107,6 +112,11 @@ func New(cfg Config, logger *slog.Logger) *Client {
 	if hc == nil {
 		hc = &http.Client{}
 	}
+	if len(cfg.Headers) > 0 {
+		withHeaders := *hc
+		withHeaders.Transport = headers{next: cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport), set: cfg.Headers}
+		hc = &withHeaders
+	}
 	oc := openai.DefaultConfig(cfg.APIKey)
 	if cfg.BaseURL != "" {
 		oc.BaseURL = cfg.BaseURL
@@ -115,11 +125,15 @@ func New(cfg Config, logger *slog.Logger) *Client {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	sem := cfg.slots
+	if sem == nil {
+		sem = make(chan struct{}, cfg.MaxConcurrent)
+	}
 	return &Client{
 		api:    openai.NewClientWithConfig(oc),
 		key:    cfg.APIKey,
 		cfg:    cfg,
-		sem:    make(chan struct{}, cfg.MaxConcurrent),
+		sem:    sem,
 		logger: logger.With("component", "llm"),
 	}
 }
@@ -209,4 +223,18 @@ func (c *Client) wrap(op string, attempts int, err error) error {
 		err = fmt.Errorf("%s: %w", op, err)
 	}
 	return redact(err, c.key)
+}
+
+// headers adds fixed headers to every request.
+type headers struct {
+	next http.RoundTripper
+	set  map[string]string
+}
+
+func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.set {
+		r.Header.Set(k, v)
+	}
+	return h.next.RoundTrip(r)
 }

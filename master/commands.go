@@ -86,9 +86,9 @@ type Actor struct {
 	Permissions int64
 }
 
-// mayManage reports whether a may reorganize or end s: its owner, or a
+// MayManage reports whether a may reorganize or end s: its owner, or a
 // member who may manage threads.
-func (a Actor) mayManage(s Session) bool {
+func (a Actor) MayManage(s Session) bool {
 	return a.UserID == s.OwnerID || a.Permissions&(PermManageThreads|PermAdministrator) != 0
 }
 
@@ -124,7 +124,7 @@ func (c *Commands) Team(ctx context.Context, threadID string) (Embed, error) {
 // Replan asks the model to reorganize the team, applies it, and returns
 // what changed, for the member who asked. ErrNotAllowed when a may not.
 func (c *Commands) Replan(ctx context.Context, s Session, a Actor, instruction string) (string, error) {
-	if !a.mayManage(s) {
+	if !a.MayManage(s) {
 		return "", &Error{Code: ENotAllowed, Err: ErrNotAllowed,
 			Message: "Only the person who started this team, or members who can manage threads, can reorganize it."}
 	}
@@ -177,7 +177,7 @@ func (c *Commands) Replan(ctx context.Context, s Session, a Actor, instruction s
 // cancelled, a closing summary is posted and the thread archived.
 // ErrNotAllowed when a may not.
 func (c *Commands) Dissolve(ctx context.Context, s Session, a Actor) error {
-	if !a.mayManage(s) {
+	if !a.MayManage(s) {
 		return &Error{Code: ENotAllowed, Err: ErrNotAllowed,
 			Message: "Only the person who started this team, or members who can manage threads, can dissolve it."}
 	}

@@ -200,6 +200,9 @@ type Signal struct {
 	Kind      SignalKind
 	Payload   json.RawMessage
 	At        time.Time
+	// Role is the role of the signal's task, where a reader needs it
+	// (TeamView); "" otherwise.
+	Role string
 }
 
 // TaskInput is everything a worker may see for one task: never the

@@ -66,6 +66,9 @@ func (p RolePolicy) ModelOf(r Role) string {
 	return r.Model
 }
 
+// MaxPromptLen is the most characters a role's prompt may have.
+func (p RolePolicy) MaxPromptLen() int { return p.maxPrompt() }
+
 func (p RolePolicy) maxPrompt() int {
 	if p.MaxPrompt > 0 {
 		return p.MaxPrompt

@@ -93,7 +93,7 @@ const (
 func RenderTeam(v TeamView, workerModel string) Embed {
 	e := Embed{
 		Title:       "Team: " + oneLine(v.Session.Goal, embedTitleMax-6),
-		Description: fmt.Sprintf("**Goal:** %s", Truncate(v.Session.Goal, 1500)),
+		Description: fmt.Sprintf("**Goal:** %s\nStarted <t:%d:R>", Truncate(v.Session.Goal, 1500), v.Session.CreatedAt.Unix()),
 	}
 	var members strings.Builder
 	for _, m := range Members(v.Roster, v.Turn, v.Tasks) {
@@ -142,17 +142,17 @@ func RenderTeam(v TeamView, workerModel string) Embed {
 		e.Fields = append(e.Fields, EmbedField{Name: "Hand-back", Value: hb.String()})
 	}
 
-	var sigs strings.Builder
-	for _, s := range v.Signals {
-		fmt.Fprintf(&sigs, "`%s` %s %s\n", s.At.UTC().Format("15:04:05"), s.Kind, oneLine(string(s.Payload), 90))
+	var events strings.Builder
+	for i := len(v.Signals) - 1; i >= 0; i-- { // newest first
+		s := v.Signals[i]
+		fmt.Fprintf(&events, "• %s · <t:%d:R>\n", DescribeSignal(s), s.At.Unix())
 	}
-	if sigs.Len() == 0 {
-		sigs.WriteString("None yet.")
+	if events.Len() == 0 {
+		events.WriteString("None yet.")
 	}
-	e.Fields = append(e.Fields, EmbedField{Name: "Latest signals", Value: sigs.String()})
-	e.Footer = fmt.Sprintf("Tokens used: %d (%d prompt, %d completion) · session #%d · started %s ago",
-		v.Session.Usage.Total(), v.Session.Usage.PromptTokens, v.Session.Usage.CompletionTokens,
-		v.Session.ID, Elapsed(v.Now.Sub(v.Session.CreatedAt)))
+	e.Fields = append(e.Fields, EmbedField{Name: "Latest events", Value: events.String()})
+	e.Footer = fmt.Sprintf("Tokens used: %d (%d prompt, %d completion) · session #%d",
+		v.Session.Usage.Total(), v.Session.Usage.PromptTokens, v.Session.Usage.CompletionTokens, v.Session.ID)
 	return e.Fit()
 }
 

@@ -48,8 +48,9 @@ func TestTeamEmbedGolden(t *testing.T) {
 		},
 		Progress: map[int64]Progress{10: {Percent: 60, Note: "comparing vendors"}},
 		Signals: []Signal{
-			{Kind: SignalAck, TaskID: 10, Payload: json.RawMessage(`{"worker": "w1", "attempt": 1}`), At: start.Add(time.Minute)},
-			{Kind: SignalTaskComplete, TaskID: 11, Payload: json.RawMessage(`{"state": "done"}`), At: start.Add(40 * time.Second)},
+			{Kind: SignalTaskComplete, TaskID: 11, Role: "planner", Payload: json.RawMessage(`{"state": "done"}`), At: start.Add(40 * time.Second)},
+			{Kind: SignalAck, TaskID: 10, Role: "researcher", Payload: json.RawMessage(`{"worker": "w1", "attempt": 1}`), At: start.Add(time.Minute)},
+			{Kind: SignalProgress, TaskID: 10, Role: "researcher", Payload: json.RawMessage(`{"percent": 60, "note": "comparing vendors"}`), At: start.Add(70 * time.Second)},
 		},
 		Now: start.Add(2 * time.Minute),
 	}

@@ -2,8 +2,10 @@ package master
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -64,17 +66,34 @@ const MaxMessageLen = 2000
 
 // Split breaks text into parts of at most max characters, preferring to
 // cut between paragraphs, then between lines, then between words; a word
-// longer than max is cut where it must be. Parts are trimmed and never empty.
+// longer than max is cut where it must be. It never cuts inside a
+// mention, a channel or role reference, a timestamp, a custom emoji, a
+// link or an emoji sequence, unless one is longer than a part. A cut
+// inside a fenced code block closes the fence at the end of the part and
+// opens it again, with its language, at the start of the next, so both
+// render as code. Parts are trimmed and never empty.
 func Split(text string, max int) []string {
 	text = strings.TrimSpace(text)
 	var parts []string
 	for utf8.RuneCountInString(text) > max {
 		cut := cutPoint(text, max)
+		if _, open := openFence(text[:cut]); open && max > 4*len(fenceClose) {
+			cut = cutPoint(text, max-len(fenceClose)) // room to close the fence
+		}
 		part := strings.TrimSpace(text[:cut])
+		rest := strings.TrimSpace(text[cut:])
+		if lang, open := openFence(part); open && rest != "" && max > 4*len(fenceClose) {
+			part += fenceClose
+			reopen := "```" + lang
+			if len(reopen) > max/4 {
+				reopen = "```"
+			}
+			rest = reopen + "\n" + rest
+		}
 		if part != "" {
 			parts = append(parts, part)
 		}
-		text = strings.TrimSpace(text[cut:])
+		text = rest
 	}
 	if text != "" {
 		parts = append(parts, text)
@@ -82,18 +101,86 @@ func Split(text string, max int) []string {
 	return parts
 }
 
+// fenceClose ends a code block that a part cuts.
+const fenceClose = "\n```"
+
+// openFence reports whether s ends inside a fenced code block, and that
+// block's language.
+func openFence(s string) (lang string, open bool) {
+	for line := range strings.Lines(s) {
+		t := strings.TrimSpace(line)
+		if !strings.HasPrefix(t, "```") {
+			continue
+		}
+		if open {
+			open, lang = false, ""
+		} else {
+			open, lang = true, strings.TrimSpace(strings.TrimLeft(t, "`"))
+		}
+	}
+	return lang, open
+}
+
+// unbreakable matches what a cut must not fall into: mentions of users,
+// roles and channels, timestamps, custom emoji, slash command mentions,
+// links, and Markdown links.
+var unbreakable = regexp.MustCompile(`<(?:@[!&]?\d+|#\d+|a?:\w+:\d+|t:-?\d+(?::[tTdDfFR])?|/[^<>\s]+:\d+)>|\[[^\]\n]*\]\([^)\s]*\)|https?://\S+`)
+
 // cutPoint returns a byte offset at most max characters into s at the best
 // boundary available.
 func cutPoint(s string, max int) int {
 	limit := byteOffset(s, max)
+	cut := limit
 	window := s[:limit]
 	for _, sep := range []string{"\n\n", "\n", " "} {
 		// Do not cut so early that parts become confetti.
 		if i := strings.LastIndex(window, sep); i > limit/4 {
-			return i + len(sep)
+			cut = i + len(sep)
+			break
 		}
 	}
-	return limit
+	// Move a cut that falls inside something unbreakable to before it,
+	// unless that leaves too little; then after it if it fits.
+	for _, span := range unbreakable.FindAllStringIndex(s[:min(len(s), limit+2*MaxMessageLen)], -1) {
+		if span[0] < cut && cut < span[1] {
+			switch {
+			case span[0] > limit/4:
+				cut = span[0]
+			case span[1] <= limit:
+				cut = span[1]
+			}
+			break
+		}
+	}
+	if cut == limit {
+		cut = graphemeStart(s, cut)
+	}
+	return cut
+}
+
+// graphemeStart moves a hard cut back to the start of the emoji sequence
+// or combined character it would split: before a zero-width joiner, a
+// variation selector, a skin-tone modifier or a combining mark, and
+// before what a joiner joins.
+func graphemeStart(s string, i int) int {
+	for i > 0 && i < len(s) {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		prev, size := utf8.DecodeLastRuneInString(s[:i])
+		if !joins(r) && prev != '\u200d' {
+			break
+		}
+		i -= size
+	}
+	if i == 0 {
+		return len(s[:byteOffset(s, 1)]) // a part must hold something
+	}
+	return i
+}
+
+// joins reports whether r belongs to the character before it.
+func joins(r rune) bool {
+	return r == '\u200d' || (r >= 0xfe00 && r <= 0xfe0f) || (r >= 0x1f3fb && r <= 0x1f3ff) ||
+		unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r)
 }
 
 // byteOffset is the byte index just after the first n runes of s.

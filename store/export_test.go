@@ -84,7 +84,7 @@ func (s *Store) EnqueueTasks(ctx context.Context, sessionID, turnID int64, round
 		return nil, fmt.Errorf("enqueue tasks: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	ids, err := enqueueTasks(ctx, tx, sessionID, turnID, round, tasks)
+	ids, err := enqueueTasks(ctx, tx, sessionID, turnID, round, tasks, s.attempts())
 	if err != nil {
 		return nil, fmt.Errorf("enqueue tasks: %w", err)
 	}

@@ -24,7 +24,7 @@ func (s *Store) ResumeTask(ctx context.Context, g master.Guard, taskID int64, an
 	if _, err := checkGuard(ctx, tx, g); err != nil {
 		return fmt.Errorf("resume task: %w", err)
 	}
-	n, err := resumeTasks(ctx, tx, g.TurnID, []int64{taskID}, answer)
+	n, err := resumeTasks(ctx, tx, g.TurnID, []int64{taskID}, answer, s.attempts())
 	if err != nil {
 		return fmt.Errorf("resume task: %w", err)
 	}
@@ -46,18 +46,18 @@ func (s *Store) ResumeTask(ctx context.Context, g master.Guard, taskID int64, an
 // resumeTasks answers need_info tasks of a turn's current round (all of
 // them when ids is nil) and queues them again with their cancelled
 // dependents. It returns how many it resumed.
-func resumeTasks(ctx context.Context, tx pgx.Tx, turnID int64, ids []int64, answer string) (int, error) {
+func resumeTasks(ctx context.Context, tx pgx.Tx, turnID int64, ids []int64, answer string, attempts int) (int, error) {
 	rows, err := tx.Query(ctx, `
 		UPDATE tasks t
 		SET state = 'queued', error = NULL, ended_at = NULL, updated_at = now(), worker_id = NULL,
 		    qa = jsonb_set(t.qa, ARRAY[(jsonb_array_length(t.qa) - 1)::text, 'a'], to_jsonb($3::text)),
 		    -- The answer earns the task fresh attempts; the count itself keeps
 		    -- rising so a worker of an earlier attempt can never complete it.
-		    max_attempts = t.attempt + 3
+		    max_attempts = t.attempt + $4
 		FROM turns u
 		WHERE u.id = $1 AND t.turn_id = u.id AND t.round = u.round AND t.state = 'need_info'
 		  AND jsonb_array_length(t.qa) > 0 AND ($2::bigint[] IS NULL OR t.id = ANY ($2))
-		RETURNING t.id`, turnID, ids, answer)
+		RETURNING t.id`, turnID, ids, answer, attempts)
 	if err != nil {
 		return 0, err
 	}
@@ -102,7 +102,7 @@ func resumeTasks(ctx context.Context, tx pgx.Tx, turnID int64, ids []int64, answ
 // question of a turn whose workers wait for information: the waiting turn
 // runs again with its tasks resumed, and the message is kept as a turn
 // that is already done. It reports whether the message was such an answer.
-func answerWaitingTurn(ctx context.Context, tx pgx.Tx, sessionID, turnID, sortKey int64, answer string) (bool, error) {
+func answerWaitingTurn(ctx context.Context, tx pgx.Tx, sessionID, turnID, sortKey int64, answer string, attempts int) (bool, error) {
 	var waiting int64
 	err := tx.QueryRow(ctx, `
 		SELECT u.id FROM turns u
@@ -120,7 +120,7 @@ func answerWaitingTurn(ctx context.Context, tx pgx.Tx, sessionID, turnID, sortKe
 	if err != nil {
 		return false, err
 	}
-	if _, err := resumeTasks(ctx, tx, waiting, nil, answer); err != nil {
+	if _, err := resumeTasks(ctx, tx, waiting, nil, answer, attempts); err != nil {
 		return false, err
 	}
 	// The waiting turn runs again, so its status message shows it at work

@@ -291,3 +291,22 @@ func TestLivenessLocksAgainAfterALostConnection(t *testing.T) {
 		t.Error("a process that locked again was taken for dead")
 	}
 }
+
+// CALLON_MAX_ATTEMPTS is honoured: a task claimed that many times fails
+// when its lease lapses again.
+func TestMaxAttemptsIsHonoured(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	w.store.SetMaxAttempts(1)
+	s := w.session()
+	_, ids := w.enqueue(s, task("researcher", "look"))
+	w.claim("w1", 1)
+	w.expire(ids[0])
+	requeued, failed, err := w.store.SweepExpired(w.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if requeued != 0 || failed != 1 || w.task(ids[0]).State != master.TaskFailed {
+		t.Errorf("swept %d requeued, %d failed, state %s; want the task failed after its one attempt", requeued, failed, w.task(ids[0]).State)
+	}
+}

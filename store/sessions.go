@@ -242,14 +242,17 @@ func (s *Store) TeamView(ctx context.Context, sessionID int64, signals int) (mas
 	if v.Dispatched, err = dispatched(ctx, tx, sessionID); err != nil {
 		return v, err
 	}
-	rows, err := tx.Query(ctx, `SELECT id, session_id, coalesce(task_id, 0), kind, payload, created_at FROM (
-		SELECT * FROM signals WHERE session_id = $1 ORDER BY id DESC LIMIT $2) s ORDER BY id`, sessionID, signals)
+	rows, err := tx.Query(ctx, `SELECT s.id, s.session_id, coalesce(s.task_id, 0), s.kind, s.payload, s.created_at,
+		       coalesce(t.role, '')
+		FROM (SELECT * FROM signals WHERE session_id = $1 ORDER BY id DESC LIMIT $2) s
+		LEFT JOIN tasks t ON t.id = s.task_id
+		ORDER BY s.id`, sessionID, signals)
 	if err != nil {
 		return v, fmt.Errorf("team view: signals: %w", err)
 	}
 	v.Signals, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Signal, error) {
 		var sg master.Signal
-		err := r.Scan(&sg.ID, &sg.SessionID, &sg.TaskID, &sg.Kind, &sg.Payload, &sg.At)
+		err := r.Scan(&sg.ID, &sg.SessionID, &sg.TaskID, &sg.Kind, &sg.Payload, &sg.At, &sg.Role)
 		return sg, err
 	})
 	if err != nil {

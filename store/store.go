@@ -26,7 +26,8 @@ type Store struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
 
-	webhooks atomic.Bool // see EnableWebhooks
+	webhooks    atomic.Bool  // see EnableWebhooks
+	maxAttempts atomic.Int32 // see SetMaxAttempts
 }
 
 // pingTimeout bounds the connectivity check in Open.
@@ -83,6 +84,20 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// SetMaxAttempts sets how many times a task may be claimed before it
+// fails (CALLON_MAX_ATTEMPTS): for new tasks, handoffs, and tasks resumed
+// with an answer (which get that many fresh attempts). Zero or less means
+// the default, 3. Call it once, before the store is used.
+func (s *Store) SetMaxAttempts(n int) { s.maxAttempts.Store(int32(n)) }
+
+// attempts is the configured attempts per task.
+func (s *Store) attempts() int {
+	if n := int(s.maxAttempts.Load()); n > 0 {
+		return n
+	}
+	return 3
 }
 
 // Close closes every connection of the pool. It waits for connections in

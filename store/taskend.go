@@ -41,7 +41,7 @@ func (s *Store) CompleteTask(ctx context.Context, taskID int64, attempt int, out
 		return master.Task{}, fmt.Errorf("complete task: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	t, err := completeTask(ctx, tx, taskID, attempt, out)
+	t, err := completeTask(ctx, tx, taskID, attempt, out, s.attempts())
 	if err != nil {
 		return master.Task{}, fmt.Errorf("complete task %d: %w", taskID, err)
 	}
@@ -54,7 +54,7 @@ func (s *Store) CompleteTask(ctx context.Context, taskID int64, attempt int, out
 	return t, nil
 }
 
-func completeTask(ctx context.Context, tx pgx.Tx, taskID int64, attempt int, out master.Outcome) (master.Task, error) {
+func completeTask(ctx context.Context, tx pgx.Tx, taskID int64, attempt int, out master.Outcome, attempts int) (master.Task, error) {
 	// A need_info outcome appends its question, unanswered, to qa.
 	row := tx.QueryRow(ctx, `
 		UPDATE tasks t
@@ -93,7 +93,7 @@ func completeTask(ctx context.Context, tx pgx.Tx, taskID int64, attempt int, out
 		}
 	}
 	if out.Handoff != nil {
-		if err := handoff(ctx, tx, t, *out.Handoff); err != nil {
+		if err := handoff(ctx, tx, t, *out.Handoff, attempts); err != nil {
 			return master.Task{}, err
 		}
 	}
@@ -106,7 +106,7 @@ const maxRoundTasks = 25
 // handoff queues the task a worker handed its work to: the same turn and
 // round, for another role of the team, depending on the finished task so
 // it receives its result, with a HANDOFF signal.
-func handoff(ctx context.Context, tx pgx.Tx, from master.Task, h master.Handoff) error {
+func handoff(ctx context.Context, tx pgx.Tx, from master.Task, h master.Handoff, attempts int) error {
 	var onTeam bool
 	var inRound int
 	err := tx.QueryRow(ctx, `
@@ -123,9 +123,9 @@ func handoff(ctx context.Context, tx pgx.Tx, from master.Task, h master.Handoff)
 	}
 	var id int64
 	if err := tx.QueryRow(ctx, `
-		INSERT INTO tasks (session_id, turn_id, round, role, instruction, depends_on)
-		VALUES ($1, $2, $3, $4, $5, ARRAY[$6::bigint]) RETURNING id`,
-		from.SessionID, from.TurnID, from.Round, h.Role, h.Instruction, from.ID).Scan(&id); err != nil {
+		INSERT INTO tasks (session_id, turn_id, round, role, instruction, depends_on, max_attempts)
+		VALUES ($1, $2, $3, $4, $5, ARRAY[$6::bigint], $7) RETURNING id`,
+		from.SessionID, from.TurnID, from.Round, h.Role, h.Instruction, from.ID, attempts).Scan(&id); err != nil {
 		return fmt.Errorf("handoff: %w", err)
 	}
 	payload, err := marshalJSON(map[string]any{"from": from.Role, "to": h.Role, "instruction": h.Instruction, "task": id})

@@ -55,7 +55,7 @@ func collectTasks(rows pgx.Rows) ([]master.Task, error) {
 // enqueueTasks inserts tasks within tx, in one statement, and returns
 // their ids in order. It does not notify: the caller sends one wake for
 // its whole transaction (notify(ctx, tx, sessionID)) before committing.
-func enqueueTasks(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, round int, tasks []master.NewTask) ([]int64, error) {
+func enqueueTasks(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, round int, tasks []master.NewTask, attempts int) ([]int64, error) {
 	input, err := batchJSON(tasks)
 	if err != nil {
 		return nil, err
@@ -72,13 +72,13 @@ func enqueueTasks(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, round
 				ORDER BY ord
 			) b
 		), inserted AS (
-			INSERT INTO tasks (id, session_id, turn_id, round, role, instruction, depends_on)
+			INSERT INTO tasks (id, session_id, turn_id, round, role, instruction, depends_on, max_attempts)
 			OVERRIDING SYSTEM VALUE
 			SELECT i.id, $2, $3, $4, i.role, i.instruction,
-			       coalesce((SELECT array_agg(d.id ORDER BY d.ord) FROM input d WHERE d.ord = ANY (i.deps)), '{}')
+			       coalesce((SELECT array_agg(d.id ORDER BY d.ord) FROM input d WHERE d.ord = ANY (i.deps)), '{}'), $5
 			FROM input i
 		)
-		SELECT id FROM input ORDER BY ord`, input, sessionID, turnID, round)
+		SELECT id FROM input ORDER BY ord`, input, sessionID, turnID, round, attempts)
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, boo
 	if state == master.TurnRefused {
 		return turn, true, tx.Commit(ctx)
 	}
-	answered, err := answerWaitingTurn(ctx, tx, t.SessionID, turn.ID, key, master.CleanText(t.Content))
+	answered, err := answerWaitingTurn(ctx, tx, t.SessionID, turn.ID, key, master.CleanText(t.Content), s.attempts())
 	if err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: answer workers: %w", err)
 	}
@@ -336,7 +336,7 @@ func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.New
 	if _, err := checkGuard(ctx, tx, g); err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}
-	ids, err := enqueueTasks(ctx, tx, g.SessionID, g.TurnID, g.Round+1, tasks)
+	ids, err := enqueueTasks(ctx, tx, g.SessionID, g.TurnID, g.Round+1, tasks, s.attempts())
 	if err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}

@@ -125,7 +125,7 @@ func TestDissolveDuringARunningTurn(t *testing.T) {
 	}
 	// A moderator who can manage threads may dissolve someone else's team.
 	const manageThreads = 1 << 34
-	if r := w.command(thread, w.dc.AddUser("mod"), manageThreads, "dissolve"); !r.Ephemeral || !strings.Contains(r.Content, "dissolved") {
+	if r := w.dissolve(thread, w.dc.AddUser("mod"), manageThreads); !strings.Contains(r, "dissolved") {
 		t.Fatalf("/dissolve by a moderator: %+v", r)
 	}
 	w.dc.WaitFor(t, func() bool {
@@ -166,11 +166,41 @@ func TestDissolveStopsWorkersInAnotherProcess(t *testing.T) {
 	thread := w.team("Across processes")
 	w.say(thread, "work hard")
 	w.dc.WaitFor(t, func() bool { return len(workerRequests(w.ai.Requests(), "researcher")) == 1 }, "the other process's worker to start")
-	if r := w.command(thread, w.dc.UserID(), 0, "dissolve"); !strings.Contains(r.Content, "dissolved") {
+	if r := w.dissolve(thread, w.dc.UserID(), 0); !strings.Contains(r, "dissolved") {
 		t.Fatalf("/dissolve: %+v", r)
 	}
 	w.dc.WaitFor(t, func() bool {
 		return workerRequests(w.ai.Requests(), "researcher")[0].Status == llmtest.StatusClientGone
 	}, "the worker in the other process to stop")
 	worker()
+}
+
+// dissolve runs /dissolve as a member and confirms it with the button,
+// and returns what the member read in the end.
+func (w *world) dissolve(channelID, userID string, perms int64) string {
+	w.t.Helper()
+	ix := w.dc.SlashCommand(w.t, discordtest.SlashCommand{Name: "dissolve", ChannelID: channelID, UserID: userID, Permissions: perms})
+	var confirm discordtest.Message
+	w.dc.WaitFor(w.t, func() bool {
+		m, ok := ix.Original()
+		confirm = m
+		return ok && (len(m.Buttons()) > 0 || m.Content != "")
+	}, "the /dissolve confirmation")
+	var id string
+	for _, b := range confirm.Buttons() {
+		if strings.HasPrefix(b.CustomID, "dissolve:") {
+			id = b.CustomID
+		}
+	}
+	if id == "" {
+		return confirm.Content // refused before any button
+	}
+	w.dc.ClickButton(w.t, discordtest.ClickButton{MessageID: confirm.ID, CustomID: id, ChannelID: channelID, UserID: userID, Permissions: perms})
+	var final string
+	w.dc.WaitFor(w.t, func() bool {
+		m, _ := ix.Original()
+		final = m.Content
+		return len(m.Buttons()) == 0 && !strings.HasPrefix(m.Content, "Dissolve the team")
+	}, "the team dissolved")
+	return final
 }

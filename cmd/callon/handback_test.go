@@ -332,7 +332,7 @@ func TestReportToATeamThatEndedMeanwhile(t *testing.T) {
 	w.dc.WaitFor(t, func() bool { return len(w.ai.Requests()) == 1 }, "the receiver to be busy")
 	w.waitReply(sender, w.say(sender, "report"))
 	// The report waits like a message; then the receiving team is dissolved.
-	if r := w.command(receiver, w.dc.UserID(), 0, "dissolve"); !strings.Contains(r.Content, "dissolved") {
+	if r := w.dissolve(receiver, w.dc.UserID(), 0); !strings.Contains(r, "dissolved") {
 		t.Fatalf("/dissolve: %+v", r)
 	}
 	free()
@@ -352,7 +352,7 @@ func TestDissolveSendsAFinalReportOnce(t *testing.T) {
 	random := w.dc.ChannelID("random")
 	thread := w.teamReporting("Quiet team", random)
 	w.waitReply(thread, w.say(thread, "is the migration safe?"))
-	if r := w.command(thread, w.dc.UserID(), 0, "dissolve"); !strings.Contains(r.Content, "dissolved") {
+	if r := w.dissolve(thread, w.dc.UserID(), 0); !strings.Contains(r, "dissolved") {
 		t.Fatalf("/dissolve: %+v", r)
 	}
 	w.dc.WaitFor(t, func() bool { return len(w.botMessages(random)) == 1 }, "the final report")

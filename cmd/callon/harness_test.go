@@ -86,7 +86,7 @@ func (w *world) start() {
 	logs := &testLog{t: w.t, book: w.logs}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, nil, func(k string) string { return w.env[k] }, logs, logs)
+		done <- run(ctx, nil, func(k string) string { return w.env[k] }, strings.NewReader(""), logs, logs)
 	}()
 	var once sync.Once
 	w.stop = func() {
@@ -310,7 +310,9 @@ func (w *world) startWorker() func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &testLog{t: w.t}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"worker"}, func(k string) string { return env[k] }, logs, logs) }()
+	go func() {
+		done <- run(ctx, []string{"worker"}, func(k string) string { return env[k] }, strings.NewReader(""), logs, logs)
+	}()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {

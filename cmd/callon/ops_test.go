@@ -101,7 +101,9 @@ func (w *world) process(args []string, env ...string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &testLog{t: w.t, book: w.logs}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, func(k string) string { return conf[k] }, logs, logs) }()
+	go func() {
+		done <- run(ctx, args, func(k string) string { return conf[k] }, strings.NewReader(""), logs, logs)
+	}()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {

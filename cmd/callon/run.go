@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
-	"strconv"
 
+	"github.com/callonbot/callon/bot"
 	"github.com/callonbot/callon/config"
 )
 
@@ -21,24 +20,33 @@ Usage:
   callon migrate      apply the database schema and exit
   callon signals --thread ID | --session ID
                       print a team's signals as JSON lines
+  callon chat --goal "…" [--channel-roles FILE]
+                      talk to a team in the terminal (no Discord needed)
   callon invite       print the OAuth2 URL that adds the bot to a server
   callon healthcheck  exit 0 when this host's callon is ready (GET /readyz at
                       CALLON_HTTP_ADDR): for container health checks
-  callon version      print the version
+  callon version      print the version (also: callon --version)
 
-Configuration comes from the environment; see README.md.
+Every command takes --help. Configuration comes from the environment and,
+when it exists, a .env file in the working directory (CALLON_ENV_FILE names
+another; the environment wins); see README.md.
 `
 
 // run is the whole program; main only hands it the process's world. An
 // error it returns has been written to stderr already, in the log format
 // (LOG_FORMAT=json: one JSON line like every other).
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
-	cfg := config.Load(getenv)
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	var cfg config.Config // text until the configuration says otherwise
 	defer func() {
 		if err != nil {
 			reportFatal(cfg, stderr, err)
 		}
 	}()
+	// The env file first: it may set LOG_FORMAT.
+	if getenv, err = config.WithEnvFile(getenv); err != nil {
+		return err
+	}
+	cfg = config.Load(getenv)
 	// In JSON mode nothing but JSON lines reaches stderr: no usage text.
 	usageOut := stderr
 	if cfg.LogFormat == "json" {
@@ -47,44 +55,73 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs := flag.NewFlagSet("callon", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
 	fs.Usage = func() { fmt.Fprint(usageOut, usage) }
+	showVersion := fs.Bool("version", false, "print the version")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "callon", versionLine(build()))
+		return nil
+	}
 	cmd, rest := "", fs.Args()
 	if len(rest) > 0 {
 		cmd, rest = rest[0], rest[1:]
 	}
+	// onlyHelp parses a command that takes no arguments; false means it
+	// printed its help (or refused an argument) and is done.
+	onlyHelp := func(summary string) (bool, error) {
+		return parseCommand(cmd, summary, rest, usageOut, nil)
+	}
 	switch cmd {
 	case "version":
+		if ok, err := onlyHelp("print the version"); !ok {
+			return err
+		}
 		fmt.Fprintln(stdout, "callon", versionLine(build()))
 		return nil
+	case "chat":
+		return chat(ctx, getenv, rest, stdin, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	case "healthcheck":
+		if ok, err := onlyHelp("exit 0 when this host's callon is ready (GET /readyz at CALLON_HTTP_ADDR)"); !ok {
+			return err
+		}
 		return healthcheck(ctx, cfg, stdout)
 	case "invite":
-		return invite(cfg, stdout)
+		if ok, err := onlyHelp("print the OAuth2 URL that adds the bot to a server; needs DISCORD_TOKEN or DISCORD_APP_ID"); !ok {
+			return err
+		}
+		return invite(ctx, cfg, stdout)
 	case "migrate":
-		if err := cfg.Validate(0); err != nil {
+		if ok, err := onlyHelp("apply the database schema (DATABASE_URL) and exit"); !ok {
+			return err
+		}
+		if err := cfg.Validate(config.NeedDatabase); err != nil {
 			return configError(err)
 		}
 		return migrate(ctx, cfg, newLogger(cfg, stderr), stdout)
 	case "signals":
-		if err := cfg.Validate(0); err != nil {
-			return configError(err)
-		}
-		return signals(ctx, cfg, newLogger(cfg, stderr), rest, stdout, usageOut)
+		return signals(ctx, cfg, rest, stdout, stderr)
 	case "worker":
-		if err := cfg.Validate(config.NeedLLM); err != nil {
+		if ok, err := onlyHelp("run workers only, against the same Postgres as the bot"); !ok {
+			return err
+		}
+		if err := cfg.Validate(config.NeedDatabase | config.NeedLLM); err != nil {
 			return configError(err)
 		}
 		return serve(ctx, cfg, newLogger(cfg, stderr), false)
 	case "", "run":
-		if err := cfg.Validate(config.NeedDiscord | config.NeedLLM); err != nil {
+		if cmd == "run" {
+			if ok, err := onlyHelp("run the bot, its master and an in-process worker pool"); !ok {
+				return err
+			}
+		}
+		if err := cfg.Validate(config.NeedDatabase | config.NeedDiscord | config.NeedLLM); err != nil {
 			return configError(err)
 		}
 		return serve(ctx, cfg, newLogger(cfg, stderr), true)
@@ -135,6 +172,33 @@ func leaves(err error) []error {
 	return []error{err}
 }
 
+// parseCommand parses a subcommand's flags (declared by declare, if any)
+// and refuses arguments it does not take. It reports false when the
+// command should not run: it printed its help (err nil), or its
+// arguments are wrong (err says how).
+func parseCommand(name, summary string, args []string, stderr io.Writer, declare func(*flag.FlagSet)) (bool, error) {
+	fs := flag.NewFlagSet("callon "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: callon %s\n  %s\n", name, summary)
+		fs.PrintDefaults()
+	}
+	if declare != nil {
+		declare(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return false, nil
+		}
+		return false, err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return false, fmt.Errorf("callon %s takes no argument %q", name, fs.Arg(0))
+	}
+	return true, nil
+}
+
 func configError(err error) error {
 	return fmt.Errorf("invalid configuration:\n%w", err)
 }
@@ -147,20 +211,17 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// Permissions the bot asks for in its invite: View Channels, Send Messages,
-// Send Messages in Threads, Create Public Threads, Read Message History,
-// Embed Links.
-const invitePermissions = 1<<10 | 1<<11 | 1<<38 | 1<<35 | 1<<16 | 1<<14
-
-func invite(cfg config.Config, stdout io.Writer) error {
-	if cfg.DiscordAppID == "" {
-		return errors.New("DISCORD_APP_ID is required: the application id from the Developer Portal's General Information page")
+func invite(ctx context.Context, cfg config.Config, stdout io.Writer) error {
+	if cfg.DiscordAppID == "" && cfg.DiscordToken == "" {
+		return errors.New("callon invite needs DISCORD_TOKEN (the bot token: the application is looked up with it) or DISCORD_APP_ID (the Developer Portal's General Information page)")
 	}
-	q := url.Values{
-		"client_id":   {cfg.DiscordAppID},
-		"scope":       {"bot applications.commands"},
-		"permissions": {strconv.FormatInt(invitePermissions, 10)},
+	appID := cfg.DiscordAppID
+	if appID == "" {
+		var err error
+		if appID, err = bot.ApplicationID(ctx, cfg.DiscordToken, cfg.DiscordAPIURL); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintln(stdout, "https://discord.com/oauth2/authorize?"+q.Encode())
+	fmt.Fprintln(stdout, bot.InviteURL(appID))
 	return nil
 }

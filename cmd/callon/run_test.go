@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,13 +15,14 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/callonbot/callon/bot/discordtest"
+	"github.com/callonbot/callon/config"
 	"github.com/callonbot/callon/store/storetest"
 )
 
 func runCmd(t *testing.T, env map[string]string, args ...string) (string, string, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), args, func(k string) string { return env[k] }, &stdout, &stderr)
+	err := run(t.Context(), args, func(k string) string { return env[k] }, strings.NewReader(""), &stdout, &stderr)
 	return stdout.String(), stderr.String(), err
 }
 
@@ -36,23 +39,118 @@ func TestVersionAndHelp(t *testing.T) {
 
 func TestInvite(t *testing.T) {
 	t.Parallel()
-	if _, _, err := runCmd(t, nil, "invite"); err == nil || !strings.Contains(err.Error(), "DISCORD_APP_ID") {
-		t.Errorf("invite without an app id: %v, want an error naming DISCORD_APP_ID", err)
+	if _, _, err := runCmd(t, nil, "invite"); err == nil || !strings.Contains(err.Error(), "DISCORD_TOKEN") || !strings.Contains(err.Error(), "DISCORD_APP_ID") {
+		t.Errorf("invite with neither a token nor an app id: %v, want an error naming both", err)
 	}
 	out, _, err := runCmd(t, map[string]string{"DISCORD_APP_ID": "1234"}, "invite")
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkInvite(t, out, "1234")
+	// With the token alone, the application is looked up.
+	dc := discordtest.New(t)
+	out, _, err = runCmd(t, map[string]string{"DISCORD_TOKEN": dc.Token(), "DISCORD_API_URL": dc.URL()}, "invite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvite(t, out, dc.AppID())
+}
+
+func checkInvite(t *testing.T, out, appID string) {
+	t.Helper()
 	u, err := url.Parse(strings.TrimSpace(out))
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := u.Query()
 	// View Channels, Send Messages, Embed Links, Read Message History,
-	// Create Public Threads, Send Messages in Threads.
-	const want = 1<<10 | 1<<11 | 1<<14 | 1<<16 | 1<<35 | 1<<38
-	if u.Host != "discord.com" || q.Get("client_id") != "1234" || q.Get("scope") != "bot applications.commands" || q.Get("permissions") != strconv.Itoa(want) {
-		t.Errorf("invite URL = %s, want client 1234, scopes bot and applications.commands, permissions %d", out, want)
+	// Create Public Threads, Send Messages in Threads, Add Reactions.
+	const want = 1<<10 | 1<<11 | 1<<14 | 1<<16 | 1<<35 | 1<<38 | 1<<6
+	if u.Host != "discord.com" || q.Get("client_id") != appID || q.Get("scope") != "bot applications.commands" || q.Get("permissions") != strconv.Itoa(want) {
+		t.Errorf("invite URL = %s, want client %s, scopes bot and applications.commands, permissions %d", out, appID, want)
+	}
+}
+
+// Subcommands honour --help, refuse arguments they do not take, and
+// --version works.
+func TestSubcommandArguments(t *testing.T) {
+	t.Parallel()
+	if out, _, err := runCmd(t, nil, "--version"); err != nil || !strings.HasPrefix(out, "callon ") {
+		t.Errorf("callon --version = %q, %v", out, err)
+	}
+	for _, cmd := range []string{"version", "migrate", "worker", "invite", "signals", "run"} {
+		_, errOut, err := runCmd(t, nil, cmd, "--help")
+		if err != nil || !strings.Contains(errOut, "Usage: callon "+cmd) {
+			t.Errorf("callon %s --help: %v, stderr %q; want its usage and no error", cmd, err, errOut)
+		}
+	}
+	if _, _, err := runCmd(t, nil, "migrate", "now"); err == nil || !strings.Contains(err.Error(), `takes no argument "now"`) {
+		t.Errorf("callon migrate now: %v, want the argument refused", err)
+	}
+}
+
+// Without DATABASE_URL callon says so; naming the maintenance database
+// gets a warning; a .env file in the working directory (or the one
+// CALLON_ENV_FILE names) is read, the environment winning.
+func TestDatabaseURLAndEnvFile(t *testing.T) {
+	t.Parallel()
+	if _, _, err := runCmd(t, nil, "migrate"); err == nil || !strings.Contains(err.Error(), "DATABASE_URL: is required") {
+		t.Errorf("migrate without DATABASE_URL: %v, want a clear error", err)
+	}
+	url := storetest.EmptyURL(t)
+	file := filepath.Join(t.TempDir(), "callon.env")
+	if err := os.WriteFile(file, []byte("# callon\nexport DATABASE_URL=\""+url+"\"\nCALLON_MAX_ROUNDS=lots # ignored: the environment wins\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCmd(t, map[string]string{"CALLON_ENV_FILE": file, "CALLON_MAX_ROUNDS": "2"}, "migrate")
+	if err != nil || !strings.Contains(out, "migration") {
+		t.Errorf("migrate with DATABASE_URL from the env file: %q, %v", out, err)
+	}
+	if _, _, err := runCmd(t, map[string]string{"CALLON_ENV_FILE": filepath.Join(t.TempDir(), "missing.env")}, "migrate"); err == nil || !strings.Contains(err.Error(), "CALLON_ENV_FILE") {
+		t.Errorf("a named env file that is missing: %v, want an error naming CALLON_ENV_FILE", err)
+	}
+	cfg := config.Load(func(k string) string {
+		return map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/postgres", "CALLON_MAX_WORKERS": "4"}[k]
+	})
+	warnings := strings.Join(cfg.Warnings, "\n")
+	if !strings.Contains(warnings, `names the database "postgres"`) || !strings.Contains(warnings, "CALLON_MAX_WORKERS is deprecated: rename it CALLON_MAX_ROLES") {
+		t.Errorf("warnings = %q, want the maintenance database and the deprecated name", warnings)
+	}
+	if cfg.Limits.MaxWorkers != 4 {
+		t.Errorf("the deprecated CALLON_MAX_WORKERS was not honoured: %d", cfg.Limits.MaxWorkers)
+	}
+}
+
+// A wrong token and a Message Content intent that is off stop callon
+// with an error that says what to fix.
+func TestDiscordSetupErrorsSayWhatToDo(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		dc   *discordtest.Server
+		env  func(dc *discordtest.Server) map[string]string
+		want string
+	}{
+		{"a wrong token", discordtest.New(t), func(dc *discordtest.Server) map[string]string {
+			return map[string]string{"DISCORD_TOKEN": "not-the-token"}
+		}, "DISCORD_TOKEN was rejected by Discord"},
+		{"no Message Content intent", discordtest.New(t, discordtest.WithPrivilegedIntents(0)), func(dc *discordtest.Server) map[string]string {
+			return map[string]string{"DISCORD_TOKEN": dc.Token()}
+		}, "turn on Message Content Intent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"DISCORD_API_URL": tt.dc.URL(), "DATABASE_URL": storetest.URL(t),
+				"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "CALLON_WORKER_SLOTS": "1"}
+			for k, v := range tt.env(tt.dc) {
+				env[k] = v
+			}
+			_, _, err := runCmd(t, env)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("run: %v, want an error containing %q", err, tt.want)
+			}
+		})
 	}
 }
 
@@ -62,7 +160,7 @@ func TestConfigErrorsNameEveryVariable(t *testing.T) {
 	if err == nil {
 		t.Fatal("run with a bad configuration returned nil")
 	}
-	for _, v := range []string{"CALLON_MAX_ROUNDS", "DISCORD_TOKEN", "OPENAI_API_KEY"} {
+	for _, v := range []string{"CALLON_MAX_ROUNDS", "DISCORD_TOKEN", "OPENAI_API_KEY", "DATABASE_URL"} {
 		if !strings.Contains(err.Error(), v) {
 			t.Errorf("error %q does not name %s", err, v)
 		}
@@ -89,7 +187,7 @@ func TestRunStopsWhenDatabaseIsUnreachable(t *testing.T) {
 	var stderr bytes.Buffer
 	err := run(ctx, []string{"migrate"}, func(k string) string {
 		return map[string]string{"DATABASE_URL": "postgres://callon:hunter2@127.0.0.1:1/callon?connect_timeout=2"}[k]
-	}, &bytes.Buffer{}, &stderr)
+	}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
 	if err == nil {
 		t.Fatal("migrate against a closed port returned nil")
 	}
@@ -129,5 +227,15 @@ func TestCommandsRegisteredInTheDevelopmentGuild(t *testing.T) {
 		if c.Contexts == nil || len(*c.Contexts) != 1 || (*c.Contexts)[0] != discordgo.InteractionContextGuild {
 			t.Errorf("/%s contexts = %v, want guild only", c.Name, c.Contexts)
 		}
+	}
+}
+
+// callon signals on a session that does not exist says so and fails.
+func TestSignalsOfAnUnknownSession(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": storetest.URL(t)}
+	out, _, err := runCmd(t, env, "signals", "--session", "999")
+	if err == nil || !strings.Contains(err.Error(), "there is no session 999") || out != "" {
+		t.Errorf("signals --session 999: %q, %v; want an error and no output", out, err)
 	}
 }

@@ -76,7 +76,7 @@ func TestSeveralProcessesAnswerOnce(t *testing.T) {
 	w.dc.WaitConnected(t)
 	w.dc.WaitFor(t, func() bool { return len(w.dc.Commands("")) == 5 }, "the commands registered")
 	stopB := w.process(nil)
-	w.process([]string{"worker"}, "CALLON_WORKER_SLOTS", "2")
+	w.process([]string{"worker"}, "CALLON_CONCURRENT_TASKS", "2")
 	w.dc.WaitFor(t, func() bool { return acceptedIdentifies(w.dc) == 2 }, "both callons on the gateway")
 
 	threads := []string{w.team("Scale one"), w.team("Scale two"), w.team("Scale three")}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -48,6 +46,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	}
 	bi := build()
 	log.Info("starting callon", "version", bi.Version, "revision", bi.Revision, "bot", withBot, "config", cfg)
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
 	st, err := store.Open(ctx, cfg.DatabaseURL, log)
 	if err != nil {
 		return err
@@ -63,12 +64,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if cfg.Webhook.Enabled() {
 		st.EnableWebhooks(true) // before anything that changes state runs
 	}
+	st.SetMaxAttempts(cfg.Limits.MaxAttempts)
 	owner := master.NewOwner()
 	log = log.With("owner", owner)
 	lim := cfg.Limits
 	reg := metrics.New(metrics.Config{Build: bi, Backlog: st})
-	model := llm.New(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
-		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, log) // llm reads 0 as its default and a negative as none
+	model := llm.NewRouter(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
+		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, providerConfigs(cfg), log) // llm reads 0 as its default and a negative as none
 	masterModel, workerModel := reg.LLM("master", model), reg.LLM("worker", model)
 	checks := map[string]check{"database": func(ctx context.Context) string {
 		if err := st.Ping(ctx); err != nil {
@@ -152,26 +154,20 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	return err
 }
 
-// checkModels warns when the LLM server does not list the master's or the
-// workers' model. Only a warning: some servers list nothing.
-func checkModels(ctx context.Context, model *llm.Client, cfg config.Config, log *slog.Logger) {
+// checkModels warns when a model's provider does not list the master's
+// or the workers' model. Only a warning: some servers list nothing.
+func checkModels(ctx context.Context, model *llm.Router, cfg config.Config, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	ids, err := model.Models(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			log.Warn("could not list the LLM server's models; is OPENAI_BASE_URL right?", "base_url", cfg.OpenAIBaseURL, "err", err)
-		}
-		return
-	}
-	if len(ids) == 0 {
-		return
-	}
 	for _, m := range []struct{ name, v, model string }{
 		{"master", "CALLON_MASTER_MODEL", cfg.MasterModel}, {"worker", "CALLON_WORKER_MODEL", cfg.WorkerModel},
 	} {
-		if !slices.Contains(ids, m.model) {
-			log.Warn("the LLM server does not list the "+m.name+" model: calls to it will fail", "model", m.model, "variable", m.v, "base_url", cfg.OpenAIBaseURL, "models", master.Truncate(strings.Join(ids, ", "), 300))
+		has, known, err := model.HasModel(ctx, m.model)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("could not list the LLM server's models; is its base URL right?", "model", m.model, "err", err)
+		case known && !has:
+			log.Warn("the LLM server does not list the "+m.name+" model: calls to it will fail", "model", m.model, "variable", m.v)
 		}
 	}
 }

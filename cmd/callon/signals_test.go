@@ -188,6 +188,14 @@ func TestProgressShowsInTheStatusMessage(t *testing.T) {
 	if !hasSignal(w.signals(thread), "PROGRESS", `"note":"reading the changelog"`) {
 		t.Error("no PROGRESS signal")
 	}
+	// /team tells the same story in words, with times in each reader's
+	// own time zone.
+	text := embedText(w.command(thread, w.dc.UserID(), 0, "team"))
+	for _, want := range []string{"**researcher** finished · <t:", "**researcher** at 40%: reading the changelog · <t:", "**researcher** started · <t:"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/team's events lack %q:\n%s", want, text)
+		}
+	}
 }
 
 func TestSignalsCommandPrintsTheTrail(t *testing.T) {

@@ -116,7 +116,7 @@ func TestWebhooksForOutsideDispatchers(t *testing.T) {
 		t.Errorf("signals %v, want the failed first attempt recorded", sigs)
 	}
 
-	if r := w.command(thread, w.dc.UserID(), 0, "dissolve"); !strings.Contains(r.Content, "dissolved") {
+	if r := w.dissolve(thread, w.dc.UserID(), 0); !strings.Contains(r, "dissolved") {
 		t.Fatalf("/dissolve: %+v", r)
 	}
 	w.dc.WaitFor(t, func() bool { return len(rcv.deliveries("session.dissolved")) == 1 }, "session.dissolved")

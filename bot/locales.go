@@ -1,0 +1,95 @@
+package bot
+
+import (
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+)
+
+// descriptions translates the commands' and options' descriptions, by
+// locale then by path ("callon", "callon.goal", "roles.set.name"). Adding
+// a language is adding a map here; a description without a translation
+// stays in English. Discord caps each at 100 characters.
+var descriptions = map[discordgo.Locale]map[string]string{
+	discordgo.French: {
+		"callon":                "Lancer une équipe dans un nouveau fil (ou dans ce fil) pour travailler sur un objectif",
+		"callon.goal":           "Ce sur quoi l'équipe doit travailler",
+		"callon.roles":          "Seulement ces rôles du salon, séparés par des virgules (par défaut : tous)",
+		"callon.report_to":      "Un salon ou un fil où l'équipe rend compte quand elle a des résultats",
+		"team":                  "Montrer l'équipe de ce fil : membres, état et travail en cours",
+		"replan":                "Demander au coordinateur de réorganiser l'équipe",
+		"replan.instruction":    "Ce qui doit changer (facultatif)",
+		"dissolve":              "Mettre fin à l'équipe de ce fil (demande confirmation)",
+		"roles":                 "Voir et changer les rôles que les équipes peuvent utiliser dans un salon (admins)",
+		"roles.list":            "Montrer les rôles d'une équipe lancée dans un salon, et d'où ils viennent",
+		"roles.list.channel":    "Un autre salon (par défaut : celui-ci)",
+		"roles.set":             "Ajouter ou remplacer un rôle, pour ce salon ou tout le serveur",
+		"roles.set.name":        "En minuscules, par ex. redacteur ou analyste-marche",
+		"roles.set.description": "Une ligne : à quoi sert le rôle (le coordinateur s'en sert pour répartir)",
+		"roles.set.prompt":      "Les consignes du rôle (omettez-les pour les écrire sur plusieurs lignes)",
+		"roles.set.model":       "Le modèle qu'il utilise (par défaut : celui des équipiers)",
+		"roles.set.scope":       "Ce salon seulement (par défaut), ou tout le serveur",
+		"roles.set.temperature": "Température d'échantillonnage, de 0 à 2",
+		"roles.set.max_tokens":  "Nombre maximal de jetons par réponse",
+		"roles.set.timeout":     "Secondes qu'il peut passer sur une sous-tâche",
+		"roles.remove":          "Retirer un rôle de ce salon ou de tout le serveur",
+		"roles.remove.name":     "Le rôle à retirer",
+		"roles.remove.scope":    "Ce salon seulement (par défaut), ou tout le serveur",
+		"roles.reset":           "Retirer tous les rôles de ce salon (ou du serveur) et revenir à la source suivante",
+		"roles.reset.scope":     "Ce salon seulement (par défaut), ou tout le serveur",
+		"choice.this channel":   "ce salon",
+		"choice.whole server":   "tout le serveur",
+	},
+}
+
+// localize returns copies of defs with every description translated that
+// descriptions has a translation for, choices' names too.
+func localize(defs []*discordgo.ApplicationCommand) []*discordgo.ApplicationCommand {
+	out := make([]*discordgo.ApplicationCommand, len(defs))
+	for i, d := range defs {
+		c := *d
+		if t := translations(c.Name); t != nil {
+			c.DescriptionLocalizations = &t
+		}
+		c.Options = localizeOptions(c.Name, c.Options)
+		out[i] = &c
+	}
+	return out
+}
+
+func localizeOptions(path string, opts []*discordgo.ApplicationCommandOption) []*discordgo.ApplicationCommandOption {
+	if opts == nil {
+		return nil
+	}
+	out := make([]*discordgo.ApplicationCommandOption, len(opts))
+	for i, o := range opts {
+		c := *o
+		p := path + "." + c.Name
+		c.DescriptionLocalizations = translations(p)
+		c.Options = localizeOptions(p, c.Options)
+		if c.Choices != nil {
+			c.Choices = make([]*discordgo.ApplicationCommandOptionChoice, len(o.Choices))
+			for j, ch := range o.Choices {
+				cc := *ch
+				cc.NameLocalizations = translations("choice." + cc.Name)
+				c.Choices[j] = &cc
+			}
+		}
+		out[i] = &c
+	}
+	return out
+}
+
+// translations is every translation of one path; nil when there is none.
+func translations(path string) map[discordgo.Locale]string {
+	var m map[discordgo.Locale]string
+	for locale, texts := range descriptions {
+		if t, ok := texts[path]; ok && strings.TrimSpace(t) != "" {
+			if m == nil {
+				m = map[discordgo.Locale]string{}
+			}
+			m[locale] = t
+		}
+	}
+	return m
+}

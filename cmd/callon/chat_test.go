@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/callonbot/callon/llm/llmtest"
+	"github.com/callonbot/callon/store/storetest"
+)
+
+// syncBuffer is a buffer safe for the chat's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// callon chat, driven through a pipe: a message answered directly, one
+// delegated to a role of the roles file given on the command line, /team,
+// and /dissolve, which ends it.
+func TestChat(t *testing.T) {
+	t.Parallel()
+	ai := llmtest.New(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, llmtest.Seq(
+			reply("Hello from the coordinator."),
+			delegate(task{Role: "poet", Instruction: "write a haiku"}),
+			reply("The poet wrote: old pond, frog."))),
+		llmtest.Match("You are the poet", llmtest.Seq(report("old pond, frog")))))
+	roles := filepath.Join(t.TempDir(), "roles.yaml")
+	if err := os.WriteFile(roles, []byte("roles:\n  - name: poet\n    description: Writes poems\n    prompt: You write short poems.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DATABASE_URL": storetest.URL(t), "OPENAI_BASE_URL": ai.URL(), "OPENAI_API_KEY": ai.APIKey(),
+		"CALLON_SWEEP_INTERVAL": "1s", "LOG_LEVEL": "error"}
+	var out, errOut syncBuffer
+	in := strings.NewReader("hi there\nwrite me a haiku\n/team\n/dissolve\n")
+	err := run(t.Context(), []string{"chat", "--goal", "Poetry night", "--channel-roles", roles},
+		func(k string) string { return env[k] }, in, &out, &errOut)
+	if err != nil {
+		t.Fatalf("callon chat: %v\nstderr:\n%s", err, errOut.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"team › 🚀 **Team assembled**",
+		"team › Hello from the coordinator.",
+		"team › The poet wrote: old pond, frog.",
+		"**poet** · `gpt-4o-mini`", // /team lists the roles file's role
+		"team › 👋 **Team dissolved**",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the chat lacks %q; it printed:\n%s", want, got)
+		}
+	}
+	if strings.Index(got, "Hello from the coordinator.") > strings.Index(got, "The poet wrote") {
+		t.Errorf("answers out of order:\n%s", got)
+	}
+}

@@ -1,0 +1,73 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/callonbot/callon/config"
+)
+
+func TestProviders(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "roles.yaml")
+	os.WriteFile(file, []byte(`
+providers:
+  ollama:
+    base_url: http://host.docker.internal:11434/v1/
+  openrouter:
+    base_url: https://openrouter.ai/api/v1
+    api_key_env: OPENROUTER_KEY
+    headers: {X-Title: "${APP_TITLE}"}
+roles:
+  - name: researcher
+    description: Finds facts
+    prompt: You research.
+    model: openrouter/anthropic/claude-sonnet
+`), 0o600)
+	env := map[string]string{
+		"CALLON_ROLES_FILE": file, "OPENROUTER_KEY": "sk-or", "APP_TITLE": "callon",
+		"CALLON_PROVIDERS": "ollama=http://127.0.0.1:11434/v1, vllm=http://gpu:8000/v1", "CALLON_PROVIDER_VLLM_API_KEY": "sk-vllm",
+		"CALLON_MODELS": "openrouter/anthropic/claude-sonnet",
+	}
+	c := config.Load(func(k string) string { return env[k] })
+	if err := c.Validate(0); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range c.Providers {
+		got = append(got, p.Name+"="+p.BaseURL+" key:"+p.APIKey+" title:"+p.Headers["X-Title"])
+	}
+	want := []string{
+		"ollama=http://127.0.0.1:11434/v1 key: title:", // the environment's entry replaces the file's
+		"openrouter=https://openrouter.ai/api/v1 key:sk-or title:callon",
+		"vllm=http://gpu:8000/v1 key:sk-vllm title:",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("providers:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if p, m := config.ProviderOf("openrouter/anthropic/claude-sonnet", c.Providers); p != "openrouter" || m != "anthropic/claude-sonnet" {
+		t.Errorf("ProviderOf = %q, %q", p, m)
+	}
+	if p, m := config.ProviderOf("meta/llama", c.Providers); p != "" || m != "meta/llama" {
+		t.Errorf("ProviderOf of a model on the default provider = %q, %q", p, m)
+	}
+	if strings.Contains(c.String(), "sk-or") || strings.Contains(c.String(), "sk-vllm") {
+		t.Errorf("a provider's key is in the configuration's description: %s", c)
+	}
+}
+
+func TestProviderErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ env, want string }{
+		{"Local=http://x/v1", "provider name"},
+		{"local", "want name=base_url"},
+		{"local=ftp://x", "must be an http:// or https:// URL"},
+	} {
+		c := config.Load(func(k string) string { return map[string]string{"CALLON_PROVIDERS": tc.env}[k] })
+		if err := c.Validate(0); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "CALLON_PROVIDERS") {
+			t.Errorf("CALLON_PROVIDERS=%q: %v, want an error containing %q", tc.env, err, tc.want)
+		}
+	}
+}
