@@ -22,6 +22,7 @@ build:
 run:
 	$(GO) run ./cmd/callon
 
-## compose-check: validate docker-compose.yml (needs the docker compose CLI, not an engine).
+## compose-check: validate docker-compose.yml (and the dev file) as `docker compose config` does,
+## with compose-go; needs no Docker. `make test` runs it too.
 compose-check:
-	docker compose config --quiet
+	$(GO) test -count=1 ./internal/deploytest

@@ -1,10 +1,12 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -24,14 +26,47 @@ type Config struct {
 	AppID   string // "" to take it from READY
 	GuildID string // register commands here only; "" for global
 	APIURL  string // base URL for REST and gateway discovery
+
+	// ShardCount is how many gateway shards the bot has over all its
+	// processes: 1 is one unsharded connection; 0 asks Discord for its
+	// recommendation (GET /gateway/bot).
+	ShardCount int
+	// ShardIDs are the shards this process connects; nil: all of them.
+	ShardIDs []int
+	// IdentifyInterval spaces the IDENTIFYs of shards that share a
+	// max_concurrency bucket; 0: Discord's DefaultIdentifyInterval.
+	IdentifyInterval time.Duration
+	// Metrics counts REST calls and gateway connections; nil: nothing.
+	Metrics Metrics
 }
+
+// Metrics receives what the bot measures (package metrics implements
+// it). Its methods must not block.
+type Metrics interface {
+	// DiscordRequest counts one REST request by route ("POST
+	// /channels/{id}/messages") and HTTP status, 0 when none came.
+	DiscordRequest(route string, status int)
+	// GatewayConnected sets whether a shard's gateway connection is up.
+	GatewayConnected(shard int, up bool)
+	// GatewayReconnected counts a shard's connection coming back.
+	GatewayReconnected(shard int)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) DiscordRequest(string, int) {}
+func (noMetrics) GatewayConnected(int, bool) {}
+func (noMetrics) GatewayReconnected(int)     {}
 
 // Bot is the discordgo adapter: it registers the slash commands, routes
 // interactions and messages to the master, and lends the master a
-// Messenger.
+// Messenger. It runs one gateway session per shard of this process; REST
+// calls all go through the first one's session, s, so they share one
+// rate limiter.
 type Bot struct {
 	cfg     Config
 	s       *discordgo.Session
+	metrics Metrics
 	svc     *master.Service
 	cmds    *master.Commands
 	roles   *master.Roles
@@ -42,6 +77,9 @@ type Bot struct {
 
 	ctx context.Context // the bot's lifetime; handlers' work derives from it
 	wg  sync.WaitGroup
+
+	mu     sync.Mutex
+	shards []*shard // set once Run has planned them
 }
 
 // Store is what command handlers read directly.
@@ -51,41 +89,82 @@ type Store interface {
 
 // New builds the bot; Run connects it.
 func New(cfg Config, svc *master.Service, cmds *master.Commands, roles *master.Roles, store Store, logger *slog.Logger) (*Bot, error) {
-	s, err := NewSession(cfg.Token, cfg.APIURL, Intents)
+	b := &Bot{cfg: cfg, metrics: cfg.Metrics, svc: svc, cmds: cmds, roles: roles, store: store,
+		log: logger.With("component", "bot"), appID: cfg.AppID}
+	if b.metrics == nil {
+		b.metrics = noMetrics{}
+	}
+	routeDiscordgoLogs(logger)
+	s, err := b.newSession()
 	if err != nil {
 		return nil, err
 	}
+	b.s = s
+	return b, nil
+}
+
+// newSession returns a gateway session with the bot's handlers, its REST
+// calls counted.
+func (b *Bot) newSession() (*discordgo.Session, error) {
+	s, err := NewSession(b.cfg.Token, b.cfg.APIURL, Intents)
+	if err != nil {
+		return nil, err
+	}
+	s.Client.Transport = &metered{next: cmp.Or(s.Client.Transport, http.DefaultTransport), m: b.metrics}
 	// Events are handled in arrival order, so two quick messages become
 	// turns in the order they were posted. Handlers only record and defer;
 	// slow work runs on goroutines the bot owns.
 	s.SyncEvents = true
 	s.StateEnabled = true
-	b := &Bot{cfg: cfg, s: s, svc: svc, cmds: cmds, roles: roles, store: store, log: logger.With("component", "bot"), appID: cfg.AppID}
 	s.AddHandler(b.onReady)
+	s.AddHandler(b.onConnect)
+	s.AddHandler(b.onDisconnect)
 	s.AddHandler(b.onInteraction)
 	s.AddHandler(b.onMessage)
-	return b, nil
+	return s, nil
 }
 
 // Messenger is the bot's Messenger for the master's outbox and status.
 func (b *Bot) Messenger() *Messenger { return NewMessenger(b.s) }
 
-// Run connects to the gateway, registers the commands and serves until
-// ctx ends; it then waits for the handlers' work and disconnects.
+// Run connects this process's shards to the gateway, registers the
+// commands (in the process that runs shard 0) and serves until ctx ends;
+// it then waits for the handlers' work and disconnects.
 func (b *Bot) Run(ctx context.Context) error {
 	b.ctx = ctx
-	if err := b.s.Open(); err != nil {
-		return describeGatewayError(fmt.Errorf("connect to Discord gateway: %w", err))
+	count, ids, maxConcurrency, err := b.plan(ctx)
+	if err != nil {
+		return describeAuthError(err)
 	}
+	sessions := []*discordgo.Session{b.s}
+	for range ids[1:] {
+		s, err := b.newSession()
+		if err != nil {
+			return err
+		}
+		sessions = append(sessions, s)
+	}
+	shards := make([]*shard, len(ids))
+	for i, s := range sessions {
+		s.ShardID, s.ShardCount = ids[i], count
+		shards[i] = &shard{id: ids[i], s: s}
+	}
+	b.mu.Lock()
+	b.shards = shards
+	b.mu.Unlock()
 	defer func() {
 		b.wg.Wait()
-		b.s.Lock() // discordgo reads it under the session lock while reconnecting
-		b.s.ShouldReconnectOnError = false
-		b.s.Unlock()
-		if err := b.s.Close(); err != nil {
-			b.log.Warn("close gateway", "err", err)
-		}
+		closeShards(sessions, func(shard int, err error) { b.log.Warn("close gateway", "shard", shard, "err", err) })
 	}()
+	if count > 1 {
+		b.log.Info("connecting shards", "shards", ids, "shard_count", count, "max_concurrency", maxConcurrency)
+	}
+	if err := openShards(ctx, sessions, maxConcurrency, cmp.Or(b.cfg.IdentifyInterval, DefaultIdentifyInterval)); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return describeGatewayError(err)
+	}
 	b.s.State.RLock()
 	if b.appID == "" && b.s.State.Application != nil {
 		b.appID = b.s.State.Application.ID
@@ -97,6 +176,13 @@ func (b *Bot) Run(ctx context.Context) error {
 	if b.appID == "" {
 		return errors.New("no application id: set DISCORD_APP_ID")
 	}
+	if ids[0] != 0 {
+		// Commands are the application's, not a shard's: one process
+		// registers them, the one that runs shard 0.
+		b.log.Info("connected", "app_id", b.appID, "bot_user", b.botUser, "shards", ids, "shard_count", count)
+		<-ctx.Done()
+		return nil
+	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := b.s.ApplicationCommandBulkOverwrite(b.appID, b.cfg.GuildID, commandDefinitions(), discordgo.WithContext(rctx)); err != nil {
@@ -106,7 +192,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	if b.cfg.GuildID != "" {
 		where = "in guild " + b.cfg.GuildID
 	}
-	b.log.Info("connected", "app_id", b.appID, "bot_user", b.botUser, "commands", len(commands), "registered", where)
+	b.log.Info("connected", "app_id", b.appID, "bot_user", b.botUser, "shards", ids, "shard_count", count, "commands", len(commands), "registered", where)
 	b.log.Info("invite the bot to a server with this URL", "invite_url", InviteURL(b.appID))
 	<-ctx.Done()
 	return nil
@@ -133,7 +219,7 @@ func (b *Bot) goWork(timeout time.Duration, f func(ctx context.Context)) {
 	})
 }
 
-func (b *Bot) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
+func (b *Bot) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 	if m.Author == nil || m.GuildID == "" {
 		return
 	}
@@ -142,7 +228,8 @@ func (b *Bot) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
 		AuthorID: m.Author.ID, AuthorBot: m.Author.Bot, Content: m.Content,
 		Attachments: incomingAttachments(m.Attachments),
 	}
-	if b.route(b.ctx, in) == nil {
+	log := b.log.With("shard", s.ShardID, "guild_id", in.GuildID, "channel_id", in.ChannelID, "message_id", in.ID)
+	if b.route(b.ctx, log, in) == nil {
 		return
 	}
 	// Postgres may be restarting: keep trying in the background, for as
@@ -156,27 +243,27 @@ func (b *Bot) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				b.log.Warn("message not routed before stopping; the next start catches it up", "message_id", in.ID, "channel_id", in.ChannelID)
+				log.Warn("message not routed before stopping; the next start catches it up")
 				return
 			case <-t.C:
 			}
-			if b.route(ctx, in) == nil {
+			if b.route(ctx, log, in) == nil {
 				return
 			}
 		}
 	})
 }
 
-func (b *Bot) route(ctx context.Context, in master.Incoming) error {
+func (b *Bot) route(ctx context.Context, log *slog.Logger, in master.Incoming) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	created, err := b.svc.HandleMessage(ctx, in)
+	turn, err := b.svc.HandleMessage(ctx, in)
 	if err != nil {
-		b.log.Warn("route message", "message_id", in.ID, "channel_id", in.ChannelID, "err", err)
+		log.Warn("route message", "err", err)
 		return err
 	}
-	if created {
-		b.log.Debug("turn recorded", "message_id", in.ID, "channel_id", in.ChannelID)
+	if turn.ID != 0 {
+		log.Debug("message routed", "session_id", turn.SessionID, "turn_id", turn.ID)
 	}
 	return nil
 }

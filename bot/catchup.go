@@ -13,17 +13,26 @@ import (
 )
 
 // onReady runs at every new gateway session (not after a resume, which
-// replays what was missed): what was posted in team threads meanwhile is
-// caught up.
-func (b *Bot) onReady(_ *discordgo.Session, r *discordgo.Ready) {
-	b.log.Debug("gateway ready", "session", r.SessionID, "guilds", len(r.Guilds))
+// replays what was missed): what was posted meanwhile in the team threads
+// of the shard's guilds is caught up. Each shard catches up its own
+// guilds, wherever their shards run.
+func (b *Bot) onReady(s *discordgo.Session, r *discordgo.Ready) {
+	shardID, count := s.ShardID, s.ShardCount
+	log := b.log.With("shard", shardID)
+	log.Debug("gateway ready", "session", r.SessionID, "guilds", len(r.Guilds))
+	var handles func(guildID string) bool
+	if count > 1 {
+		handles = func(guildID string) bool { return ShardOf(guildID, count) == shardID }
+	}
 	b.goWork(10*time.Minute, func(ctx context.Context) {
-		n, err := b.svc.CatchUp(ctx, b, nil)
+		n, err := b.svc.CatchUp(ctx, b, handles)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			b.log.Warn("catch up on missed messages", "recorded", n, "err", err)
+			log.Warn("catch up on missed messages", "recorded", n, "err", err)
 		case n > 0:
-			b.log.Info("caught up on missed messages", "recorded", n)
+			log.Info("caught up on missed messages", "recorded", n)
+		default:
+			log.Debug("caught up: nothing was missed")
 		}
 	})
 }

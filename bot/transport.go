@@ -101,3 +101,48 @@ func NewSession(token, apiURL string, intents discordgo.Intent) (*discordgo.Sess
 	s.Identify.Intents = intents
 	return s, nil
 }
+
+// metered counts every REST request by route and status for Metrics.
+// discordgo retries a 429 itself, so each try is seen here.
+type metered struct {
+	next http.RoundTripper
+	m    Metrics
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *metered) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	status := 0
+	if err == nil {
+		status = resp.StatusCode
+	}
+	t.m.DiscordRequest(routeName(req.Method, req.URL.Path), status)
+	return resp, err
+}
+
+// routeName names a REST request for metrics, with a bounded set of values:
+// the method and the path below /api/vN with every id as {id}, tokens as
+// {token} and emoji as {emoji}: "PATCH /channels/{id}/messages/{id}".
+func routeName(method, path string) string {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	if len(segs) >= 2 && segs[0] == "api" && strings.HasPrefix(segs[1], "v") {
+		segs = segs[2:]
+	}
+	for i, seg := range segs {
+		prev := ""
+		if i > 0 {
+			prev = segs[i-1]
+		}
+		switch {
+		case prev == "reactions":
+			segs[i] = "{emoji}"
+		case i >= 2 && (segs[i-2] == "webhooks" || segs[i-2] == "interactions") && prev == "{id}":
+			segs[i] = "{token}"
+		case isSnowflake(seg):
+			segs[i] = "{id}"
+		case len(seg) > 32 || strings.ContainsAny(seg, "%:."):
+			segs[i] = "{}" // nothing of discordgo's own looks like this
+		}
+	}
+	return method + " /" + strings.Join(segs, "/")
+}

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,10 +75,4 @@ func (p *parser) bytes(v string, def, lo, hi int64) int64 {
 		return def
 	}
 	return n * unit
-}
-
-// String describes the attachment settings.
-func (a Attachments) String() string {
-	return fmt.Sprintf("discord_cdn_url=%s attachment_max_file=%d attachment_max_message=%d vision_models=%s",
-		a.CDNURL, a.MaxFile, a.MaxMessage, strings.Join(a.VisionModels, ","))
 }

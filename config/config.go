@@ -45,6 +45,7 @@ type Config struct {
 	DiscordAppID  string
 	DiscordGuild  string // register commands in this guild only
 	DiscordAPIURL string
+	Sharding      Sharding
 
 	DatabaseURL string // may carry a password: never print it raw
 
@@ -110,13 +111,14 @@ func Load(getenv func(string) string) Config {
 		DiscordAppID:  p.snowflake("DISCORD_APP_ID"),
 		DiscordGuild:  p.snowflake("DISCORD_GUILD_ID"),
 		DiscordAPIURL: p.url("DISCORD_API_URL", DefaultDiscordAPIURL),
+		Sharding:      p.sharding(),
 		DatabaseURL:   strings.TrimSpace(getenv("DATABASE_URL")),
 		OpenAIKey:     strings.TrimSpace(getenv("OPENAI_API_KEY")),
 		OpenAIBaseURL: p.url("OPENAI_BASE_URL", DefaultOpenAIBaseURL),
 		MasterModel:   cmp.Or(strings.TrimSpace(getenv("CALLON_MASTER_MODEL")), DefaultMasterModel),
 		WorkerModel:   cmp.Or(strings.TrimSpace(getenv("CALLON_WORKER_MODEL")), DefaultWorkerModel),
 		RolesFile:     strings.TrimSpace(getenv("CALLON_ROLES_FILE")),
-		HTTPAddr:      strings.TrimSpace(getenv("CALLON_HTTP_ADDR")),
+		HTTPAddr:      p.httpAddr(),
 		LogLevel:      p.level("LOG_LEVEL"),
 		LogFormat:     p.oneOf("LOG_FORMAT", "text", "text", "json"),
 		Limits: Limits{
@@ -199,26 +201,73 @@ func (c Config) Validate(need Need) error {
 	return errors.Join(errs...)
 }
 
-// String describes the configuration with every secret redacted.
+// String describes the configuration with every secret redacted, as
+// key=value pairs.
 func (c Config) String() string {
-	l := c.Limits
-	return fmt.Sprintf("discord_token=%s discord_app_id=%q discord_guild_id=%q discord_api_url=%s "+
-		"database_url=%s openai_api_key=%s openai_base_url=%s master_model=%s worker_model=%s "+
-		"roles_file=%q http_addr=%q log_level=%s log_format=%s max_workers=%d max_rounds=%d max_tasks=%d "+
-		"task_timeout=%s task_lease=%s sweep_interval=%s max_attempts=%d worker_slots=%d llm_concurrency=%d "+
-		"max_session_tokens=%d history=%d models=%s max_prompt=%d",
-		redact(c.DiscordToken), c.DiscordAppID, c.DiscordGuild, c.DiscordAPIURL,
-		RedactURL(c.DatabaseURL), redact(c.OpenAIKey), c.OpenAIBaseURL, c.MasterModel, c.WorkerModel,
-		c.RolesFile, c.HTTPAddr, c.LogLevel, c.LogFormat, l.MaxWorkers, l.MaxRounds, l.MaxTasks,
-		l.TaskTimeout, l.TaskLease, l.SweepInterval, l.MaxAttempts, l.WorkerSlots, l.LLMConcurrency,
-		l.SessionTokens, l.History, strings.Join(c.Models, ","), l.MaxPrompt) + fmt.Sprintf(" llm_retries=%d master_retries=%d master_retry_delay=%s max_master_calls=%d outbox_retry_for=%s",
-		l.LLMRetries, l.MasterRetries, l.MasterRetry, l.MaxMasterCalls, l.OutboxRetryFor) +
-		" " + c.HandBack.String() + " " + c.Webhook.String() + " providers=" + providerList(c.Providers) +
-		" " + c.Attachments.String()
+	var b strings.Builder
+	for i, a := range c.attrs() {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%v", a.Key, a.Value)
+	}
+	return b.String()
 }
 
-// LogValue keeps secrets out of structured logs too.
-func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+// LogValue logs the configuration as a group of fields, every secret
+// redacted.
+func (c Config) LogValue() slog.Value { return slog.GroupValue(c.attrs()...) }
+
+// attrs is every setting, secrets redacted.
+func (c Config) attrs() []slog.Attr {
+	l, h, w := c.Limits, c.HandBack, c.Webhook
+	return []slog.Attr{
+		slog.String("discord_token", redact(c.DiscordToken)),
+		slog.String("discord_app_id", c.DiscordAppID),
+		slog.String("discord_guild_id", c.DiscordGuild),
+		slog.String("discord_api_url", c.DiscordAPIURL),
+		slog.String("discord_shards", c.Sharding.String()),
+		slog.String("database_url", RedactURL(c.DatabaseURL)),
+		slog.String("openai_api_key", redact(c.OpenAIKey)),
+		slog.String("openai_base_url", c.OpenAIBaseURL),
+		slog.String("master_model", c.MasterModel),
+		slog.String("worker_model", c.WorkerModel),
+		slog.String("models", strings.Join(c.Models, ",")),
+		slog.String("roles_file", c.RolesFile),
+		slog.String("http_addr", c.HTTPAddr),
+		slog.String("log_level", c.LogLevel.String()),
+		slog.String("log_format", c.LogFormat),
+		slog.Int("max_workers", l.MaxWorkers),
+		slog.Int("max_rounds", l.MaxRounds),
+		slog.Int("max_tasks", l.MaxTasks),
+		slog.String("task_timeout", l.TaskTimeout.String()),
+		slog.String("task_lease", l.TaskLease.String()),
+		slog.String("sweep_interval", l.SweepInterval.String()),
+		slog.Int("max_attempts", l.MaxAttempts),
+		slog.Int("worker_slots", l.WorkerSlots),
+		slog.Int("llm_concurrency", l.LLMConcurrency),
+		slog.Int64("max_session_tokens", l.SessionTokens),
+		slog.Int("history", l.History),
+		slog.Int("max_prompt", l.MaxPrompt),
+		slog.Int("llm_retries", l.LLMRetries),
+		slog.Int("master_retries", l.MasterRetries),
+		slog.String("master_retry_delay", l.MasterRetry.String()),
+		slog.Int("max_master_calls", l.MaxMasterCalls),
+		slog.String("outbox_retry_for", l.OutboxRetryFor.String()),
+		slog.Bool("dispatch", h.Dispatch),
+		slog.Int("dispatch_depth", h.DispatchDepth),
+		slog.Int("max_active_sessions", h.MaxActiveSessions),
+		slog.Int("report_cap", h.ReportCap),
+		slog.String("webhook_url", redactWebhookURL(w.URL)),
+		slog.String("webhook_secret", redact(w.Secret)),
+		slog.Int("webhook_retries", w.Retries),
+		slog.String("providers", providerList(c.Providers)),
+		slog.String("discord_cdn_url", c.Attachments.CDNURL),
+		slog.Int64("attachment_max_file", c.Attachments.MaxFile),
+		slog.Int64("attachment_max_message", c.Attachments.MaxMessage),
+		slog.String("vision_models", strings.Join(c.Attachments.VisionModels, ",")),
+	}
+}
 
 // Heartbeat is how often a worker extends its lease: a third of it, so two
 // heartbeats can be lost before a lease lapses.

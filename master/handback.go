@@ -18,9 +18,10 @@ func (o *Orchestrator) reportBack(ctx context.Context, g Guard, s Session, summa
 	case errors.Is(err, ErrAlreadyReported):
 		return "This turn has already sent its report (one report per turn). Now reply to the user."
 	case errors.Is(err, ErrReportCapped):
+		o.cfg.Metrics.LimitHit(LimitReportCap)
 		return fmt.Sprintf("Refused: at most %d reports an hour go between these two teams. Tell the user instead.", o.cfg.ReportCap)
 	case err != nil:
-		o.log.Error("report back", "session_id", s.ID, "err", err)
+		o.log.Error("report back", "session_id", s.ID, "turn_id", g.TurnID, "err", err)
 		return "The report could not be delivered because of an internal error; tell the user."
 	case rep.Delivery == "injected":
 		return fmt.Sprintf("Report delivered to the team in <#%s>; its coordinator takes it from here. Now reply to the user.", s.ReportTo)
@@ -32,8 +33,9 @@ func (o *Orchestrator) reportBack(ctx context.Context, g Guard, s Session, summa
 // dispatch starts a team in another channel that reports back to this
 // session's thread, and says what happened.
 func (o *Orchestrator) dispatch(ctx context.Context, from Session, turnID int64, ref, goal string) string {
-	log := o.log.With("session_id", from.ID)
+	log := o.log.With("session_id", from.ID, "turn_id", turnID)
 	if from.DispatchDepth >= o.cfg.DispatchDepth {
+		o.cfg.Metrics.LimitHit(LimitDispatchDepth)
 		return "Refused: this team was itself dispatched, and dispatched teams cannot dispatch further."
 	}
 	ch, err := o.cfg.Channels.Resolve(ctx, from.GuildID, ref)
@@ -59,6 +61,7 @@ func (o *Orchestrator) dispatch(ctx context.Context, from Session, turnID int64,
 		return "Refused: internal error; try again later."
 	}
 	if n >= o.cfg.MaxActiveSessions {
+		o.cfg.Metrics.LimitHit(LimitActiveSessions)
 		return fmt.Sprintf("Refused: this server already has %d active teams, the most allowed.", n)
 	}
 	if err := o.cfg.Channels.CanPost(ctx, ch.ID); err != nil {

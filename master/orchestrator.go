@@ -46,6 +46,8 @@ type OrchestratorConfig struct {
 	// replan adds under one of those names takes its prompt and model.
 	Catalog CatalogFunc
 
+	Metrics Metrics // nil: NoMetrics
+
 	// Vision says the master's model is given the images attached to a
 	// message; without it, it is told their names.
 	Vision bool
@@ -65,6 +67,9 @@ func (c OrchestratorConfig) withDefaults() OrchestratorConfig {
 	c.MaxActiveSessions = cmp.Or(c.MaxActiveSessions, 20)
 	c.ReportCap = cmp.Or(c.ReportCap, 10)
 	c.Dispatch = c.Dispatch && c.Channels != nil && c.Service != nil
+	if c.Metrics == nil {
+		c.Metrics = NoMetrics{}
+	}
 	return c
 }
 
@@ -363,17 +368,21 @@ func (o *Orchestrator) failed(ctx context.Context, sessionID int64, turn *Turn, 
 		return
 	}
 	log.Error("master step failed again; giving up on the turn", "failures", n, "err", err)
-	o.giveUp(ctx, g, apology)
+	o.giveUp(ctx, g, *turn, apology)
 }
 
 // giveUp ends a turn with an apology: finished as a reply if its guard
 // still holds, else abandoned (any round) as the last resort.
-func (o *Orchestrator) giveUp(ctx context.Context, g Guard, apology string) {
-	err := o.finish(ctx, g, OutReply, TurnDone, apology, Usage{})
+func (o *Orchestrator) giveUp(ctx context.Context, g Guard, turn Turn, apology string) {
+	err := o.end(ctx, g, turn, OutcomeApology, apology, Usage{})
 	if err == nil {
 		return
 	}
-	if err := o.store.AbandonTurn(ctx, g, apology); err != nil && !errors.Is(err, ErrStale) {
+	err = o.store.AbandonTurn(ctx, g, apology)
+	switch {
+	case err == nil:
+		o.cfg.Metrics.TurnEnded(OutcomeApology, time.Since(turn.CreatedAt))
+	case !errors.Is(err, ErrStale):
 		o.log.Error("could not end the turn", "session_id", g.SessionID, "turn_id", g.TurnID, "err", err)
 		o.backOff(g.SessionID, 0)
 	}
@@ -461,8 +470,10 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, boo
 	switch {
 	case turn.Round >= o.cfg.MaxRounds:
 		tc.mustReply = fmt.Sprintf("You have used all %d rounds of delegation for this message.", o.cfg.MaxRounds)
+		o.cfg.Metrics.LimitHit(LimitRounds)
 	case o.cfg.SessionTokens > 0 && session.Usage.Total() >= o.cfg.SessionTokens:
 		tc.mustReply = "This session has used its token budget."
+		o.cfg.Metrics.LimitHit(LimitSessionTokens)
 	}
 	g := Guard{SessionID: sessionID, TurnID: turn.ID, Round: turn.Round, Owner: o.cfg.Owner}
 	return &turn, true, o.decide(ctx, g, tc)
@@ -473,8 +484,12 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, boo
 // has made MaxCalls, so no path, present or future, can call the model
 // for one turn without bound. A failed call comes back *unreachable.
 func (o *Orchestrator) chat(ctx context.Context, g Guard, req ChatRequest) (ChatResponse, error) {
-	if _, err := o.store.CountMasterCall(ctx, g, o.cfg.MaxCalls); err != nil {
+	n, err := o.store.CountMasterCall(ctx, g, o.cfg.MaxCalls)
+	if err != nil {
 		return ChatResponse{}, err
+	}
+	if n == 1 {
+		o.cfg.Metrics.TurnStarted()
 	}
 	resp, err := o.llm.Chat(ctx, req)
 	if err != nil {
@@ -516,18 +531,19 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err
 			return ctx.Err()
 		case errors.Is(err, ErrCeiling):
 			log.Error("master call ceiling reached; ending the turn", "max_calls", o.cfg.MaxCalls)
-			return o.finish(ctx, g, OutReply, TurnDone, apologyCeiling, usage)
+			o.cfg.Metrics.LimitHit(LimitMasterCalls)
+			return o.end(ctx, g, tc.turn, OutcomeApology, apologyCeiling, usage)
 		case ErrorCode(err) == EModel:
 			// Retrying cannot help: say at once what an operator must fix.
 			log.Error("the LLM server refuses the master's calls", "err", err)
-			return o.finish(ctx, g, OutReply, TurnDone, "Sorry, I can't answer: "+ErrorMessage(err)+". Whoever runs this bot can fix that.", usage)
+			return o.end(ctx, g, tc.turn, OutcomeRefused, "Sorry, I can't answer: "+ErrorMessage(err)+". Whoever runs this bot can fix that.", usage)
 		default:
 			return err
 		}
 		usage = usage.Add(resp.Usage)
 		if len(resp.ToolCalls) == 0 {
 			if text := strings.TrimSpace(resp.Content); text != "" {
-				return o.finish(ctx, g, OutReply, TurnDone, told(text), usage) // a text-only answer is a reply
+				return o.end(ctx, g, tc.turn, OutcomeReply, told(text), usage) // a text-only answer is a reply
 			}
 			resp.ToolCalls = []ToolCall{{ID: "missing", Name: "", Arguments: ""}}
 		}
@@ -538,15 +554,17 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err
 			env.roster = tc.roster
 			d, err := parseDecision(call, env)
 			if err != nil {
+				o.cfg.Metrics.ToolCalled("master", masterToolName(call.Name), "invalid")
 				problems = append(problems, err.Error())
 				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: "Error: " + err.Error()})
 				continue
 			}
+			o.cfg.Metrics.ToolCalled("master", d.tool, "ok")
 			switch d.tool {
 			case ToolReply:
-				return o.finish(ctx, g, OutReply, TurnDone, told(d.text), usage)
+				return o.end(ctx, g, tc.turn, OutcomeReply, told(d.text), usage)
 			case ToolAskUser:
-				return o.finish(ctx, g, OutQuestion, TurnWaiting, told(d.text), usage)
+				return o.end(ctx, g, tc.turn, OutcomeQuestion, told(d.text), usage)
 			case ToolDelegate:
 				ids, err := o.store.Delegate(ctx, g, d.tasks, usage)
 				if err != nil {
@@ -583,7 +601,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err
 			log.Warn("malformed master decision; retrying once", "problems", problems)
 		default:
 			log.Error("master gave no usable decision", "problems", problems)
-			return o.finish(ctx, g, OutReply, TurnDone, "Sorry, I got confused working out how to handle that. Could you rephrase or try again?", usage)
+			return o.end(ctx, g, tc.turn, OutcomeApology, "Sorry, I got confused working out how to handle that. Could you rephrase or try again?", usage)
 		}
 	}
 }
@@ -600,8 +618,33 @@ func (o *Orchestrator) replan(ctx context.Context, g Guard, s Session, old []Rol
 	if err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
-	o.log.Info("replanned", "session_id", g.SessionID, "roles", RoleNames(roster), "removed", removed, "reason", d.reason)
+	o.log.Info("replanned", "session_id", g.SessionID, "turn_id", g.TurnID, "roles", RoleNames(roster), "removed", removed, "reason", d.reason)
 	return roster, nil
+}
+
+// end finishes the turn with outcome (a question, or a reply of any
+// kind) and counts it.
+func (o *Orchestrator) end(ctx context.Context, g Guard, turn Turn, outcome TurnOutcome, text string, usage Usage) error {
+	kind, state := OutReply, TurnDone
+	if outcome == OutcomeQuestion {
+		kind, state = OutQuestion, TurnWaiting
+	}
+	if err := o.finish(ctx, g, kind, state, text, usage); err != nil {
+		return err
+	}
+	o.cfg.Metrics.TurnEnded(outcome, time.Since(turn.CreatedAt))
+	return nil
+}
+
+// masterToolName is name if it is a master tool, else "unknown": a label
+// must not take whatever a model makes up.
+func masterToolName(name string) string {
+	for _, t := range masterToolset {
+		if t.name == name {
+			return name
+		}
+	}
+	return "unknown"
 }
 
 // finish posts the turn's one reply (or question) through the outbox.

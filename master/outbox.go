@@ -28,6 +28,7 @@ type OutboxConfig struct {
 	NonceWindow time.Duration
 	Wake        <-chan string
 	Now         func() time.Time
+	Metrics     Metrics // nil: NoMetrics
 }
 
 // Outbox delivers the outbox: every message the team posts is a row
@@ -65,6 +66,9 @@ func NewOutbox(cfg OutboxConfig, store OutboxStore, out Messenger, logger *slog.
 	cfg.NonceWindow = cmp.Or(cfg.NonceWindow, time.Minute)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NoMetrics{}
 	}
 	return &Outbox{cfg: cfg, store: store, out: out, log: logger.With("component", "outbox")}
 }
@@ -118,11 +122,12 @@ func (d *Outbox) deliver(ctx context.Context, msgs []OutMessage) {
 // deliverOne sends one message and records the outcome; it reports
 // whether the message is out of the way (sent, or given up).
 func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
-	log := d.log.With("outbox_id", m.ID, "kind", m.Kind, "channel_id", m.ChannelID)
+	log := d.log.With("outbox_id", m.ID, "kind", m.Kind, "channel_id", m.ChannelID, "session_id", m.SessionID, "turn_id", m.TurnID)
 	id, err := d.send(ctx, m)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err == nil {
+		d.cfg.Metrics.OutboxDelivered(m.Kind, "sent", d.cfg.Now().Sub(m.CreatedAt))
 		if err := d.store.MarkSent(wctx, m.ID, id); err != nil {
 			// Not lost: the message is claimed again after its lease and
 			// found in the channel instead of being posted twice.
@@ -151,6 +156,11 @@ func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
 	default:
 		log.Warn("send message; retrying", "attempt", m.Attempts+1, "retry_in", retry, "err", err)
 	}
+	result := "retry"
+	if permanent {
+		result = "failed"
+	}
+	d.cfg.Metrics.OutboxDelivered(m.Kind, result, 0)
 	if err := d.store.MarkUnsent(wctx, m.ID, err.Error(), retry, permanent); err != nil {
 		log.Error("record unsent message", "err", err)
 	}
@@ -169,7 +179,7 @@ func (d *Outbox) send(ctx context.Context, m OutMessage) (string, error) {
 			return "", fmt.Errorf("look for an earlier send: %w", err)
 		}
 		if id != "" {
-			d.log.Info("message was posted before; recording it", "outbox_id", m.ID, "message_id", id)
+			d.log.Info("message was posted before; recording it", "outbox_id", m.ID, "message_id", id, "session_id", m.SessionID, "turn_id", m.TurnID)
 			return id, nil
 		}
 	}
@@ -182,7 +192,7 @@ func (d *Outbox) release(ctx context.Context, msgs []OutMessage) {
 	defer cancel()
 	for _, m := range msgs {
 		if err := d.store.ReleaseOutbox(wctx, m); err != nil {
-			d.log.Warn("give back message", "outbox_id", m.ID, "err", err)
+			d.log.Warn("give back message", "outbox_id", m.ID, "session_id", m.SessionID, "turn_id", m.TurnID, "err", err)
 		}
 	}
 }

@@ -157,28 +157,28 @@ func (m Incoming) empty() bool { return strings.TrimSpace(m.Content) == "" && le
 
 // HandleMessage routes a message to its session's master. Messages from
 // bots (this one included), outside session threads, without text or
-// files, or redelivered are ignored. It reports whether a new turn was
-// recorded.
-func (s *Service) HandleMessage(ctx context.Context, m Incoming) (bool, error) {
+// files, or redelivered are ignored. It returns the message's turn (new,
+// or recorded before), or a zero Turn when the message is not for a team.
+func (s *Service) HandleMessage(ctx context.Context, m Incoming) (Turn, error) {
 	if m.AuthorBot || m.empty() {
-		return false, nil
+		return Turn{}, nil
 	}
 	sess, err := s.store.ActiveSession(ctx, m.ChannelID)
 	if errors.Is(err, ErrNotFound) {
-		return false, nil
+		return Turn{}, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("find session: %w", err)
+		return Turn{}, fmt.Errorf("find session: %w", err)
 	}
 	t, err := s.newTurn(ctx, sess.ID, m.GuildID, m.ChannelID, m)
 	if err != nil {
-		return false, err
+		return Turn{}, err
 	}
-	_, created, err := s.store.RecordTurn(ctx, t)
+	t, _, err = s.store.RecordTurn(ctx, t)
 	if err != nil {
-		return false, fmt.Errorf("record turn: %w", err)
+		return Turn{}, fmt.Errorf("record turn: %w", err)
 	}
-	return created, nil
+	return t, nil
 }
 
 // newTurn is the queued turn of a message: with its files, planned by

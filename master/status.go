@@ -107,7 +107,7 @@ func (p *Presenter) show(ctx context.Context, ts TurnStatus) {
 	id := ts.Turn.ID
 	st := p.shown[id]
 	defer func() { p.shown[id] = st }()
-	log := p.log.With("turn_id", id)
+	log := p.log.With("session_id", ts.Turn.SessionID, "turn_id", id)
 
 	if ts.Turn.State != TurnRunning {
 		// Settled once the reply (or question) is out, or, if it never

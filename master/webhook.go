@@ -79,6 +79,7 @@ type WebhookSenderConfig struct {
 	RetryBase time.Duration // the first retry's delay; it doubles each time
 	RetryMax  time.Duration // the longest delay between attempts
 	Wake      <-chan string // new events come with a wake-up
+	Metrics   Metrics       // nil: NoMetrics
 }
 
 func (c WebhookSenderConfig) withDefaults() WebhookSenderConfig {
@@ -89,6 +90,9 @@ func (c WebhookSenderConfig) withDefaults() WebhookSenderConfig {
 	c.Poll = cmp.Or(c.Poll, time.Second)
 	c.RetryBase = cmp.Or(c.RetryBase, time.Second)
 	c.RetryMax = cmp.Or(c.RetryMax, 5*time.Minute)
+	if c.Metrics == nil {
+		c.Metrics = NoMetrics{}
+	}
 	return c
 }
 
@@ -149,19 +153,23 @@ func (s *WebhookSender) deliver(ctx context.Context, ev WebhookEvent) {
 	err := s.store.RecordWebhook(wctx, r)
 	switch {
 	case errors.Is(err, ErrStale):
-		s.log.Debug("webhook event claimed again meanwhile", "event_id", ev.ID, "attempt", ev.Attempt)
+		s.log.Debug("webhook event claimed again meanwhile", "event_id", ev.ID, "session_id", ev.SessionID, "attempt", ev.Attempt)
 	case err != nil:
-		s.log.Error("record webhook delivery", "event_id", ev.ID, "err", err)
+		s.log.Error("record webhook delivery", "event_id", ev.ID, "session_id", ev.SessionID, "err", err)
 	}
 	attrs := []any{"event_id", ev.ID, "event", ev.Kind, "session_id", ev.SessionID, "attempt", ev.Attempt, "status", r.Status}
 	switch {
 	case r.Delivered:
+		s.cfg.Metrics.WebhookDelivered("delivered")
 		s.log.Debug("webhook delivered", attrs...)
 	case r.Interrupted:
+		s.cfg.Metrics.WebhookDelivered("interrupted")
 		s.log.Debug("webhook attempt interrupted", attrs...)
 	case r.Failed:
+		s.cfg.Metrics.WebhookDelivered("failed")
 		s.log.Error("webhook given up", append(attrs, "err", r.Error)...)
 	default:
+		s.cfg.Metrics.WebhookDelivered("retry")
 		s.log.Warn("webhook attempt failed; retrying", append(attrs, "err", r.Error, "retry_in", r.RetryIn)...)
 	}
 }

@@ -28,7 +28,8 @@ fi
 
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; then
 	echo "Postgres is not reachable at DATABASE_URL; starting the docker compose Postgres" >&2
-	docker compose up -d --wait postgres >&2
+	# docker-compose.dev.yml publishes it on 127.0.0.1:${POSTGRES_PORT:-5432}.
+	docker compose -f docker-compose.yml -f docker-compose.dev.yml up -d --wait postgres >&2
 	echo "$compose_url"
 	exit 0
 fi
@@ -38,7 +39,8 @@ Postgres is not reachable, and Docker cannot start one here.
 The tests need a real PostgreSQL (they never skip). Either:
   - start a local server, e.g. on Debian:
       pg_ctlcluster --skip-systemctl-redirect \$(ls /etc/postgresql) main start
-  - or run one with Docker:  docker compose up -d postgres
+  - or run one with Docker:
+      docker compose -f docker-compose.yml -f docker-compose.dev.yml up -d postgres
   - or point DATABASE_URL at one (the user must be allowed to create databases).
 MSG
 exit 1

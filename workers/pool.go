@@ -92,10 +92,29 @@ type Config struct {
 	// its own, which is how a cancellation made by another process arrives.
 	// Nil means polling only.
 	Wake <-chan string
+	// Metrics counts the pool's work; nil counts nothing.
+	Metrics Metrics
 	// Vision says whether a model is given the images handed to a task;
 	// nil means none is (the worker is told their names).
 	Vision func(model string) bool
 }
+
+// Metrics receives what the pool measures (package metrics implements
+// it). Its methods must not block.
+type Metrics interface {
+	// ToolCalled counts a worker's tool call by tool and result ("ok" or
+	// "invalid"); caller is "worker".
+	ToolCalled(caller, tool, result string)
+	// TaskEnded counts a task whose outcome was written, by its state,
+	// with its time in this worker.
+	TaskEnded(state master.TaskState, took time.Duration)
+}
+
+// noMetrics discards.
+type noMetrics struct{}
+
+func (noMetrics) ToolCalled(string, string, string)         {}
+func (noMetrics) TaskEnded(master.TaskState, time.Duration) {}
 
 func (c Config) withDefaults() Config {
 	c.ID = cmp.Or(c.ID, master.NewOwner())
@@ -114,10 +133,11 @@ func (c Config) withDefaults() Config {
 // Pool claims tasks and runs each on its own goroutine, at most
 // Config.Slots at once. It also runs the lease sweeper.
 type Pool struct {
-	cfg    Config
-	store  Store
-	llm    master.LLM
-	logger *slog.Logger
+	cfg     Config
+	store   Store
+	llm     master.LLM
+	logger  *slog.Logger
+	metrics Metrics
 
 	mu      sync.Mutex
 	running map[int64]*running // by task id
@@ -137,11 +157,15 @@ type running struct {
 // New returns a pool; call Run.
 func New(cfg Config, store Store, llm master.LLM, logger *slog.Logger) *Pool {
 	cfg = cfg.withDefaults()
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
 	return &Pool{
 		cfg:     cfg,
 		store:   store,
 		llm:     llm,
 		logger:  logger.With("component", "workers", "worker_id", cfg.ID),
+		metrics: cfg.Metrics,
 		running: make(map[int64]*running),
 	}
 }
@@ -350,5 +374,5 @@ func (p *Pool) sweep(ctx context.Context) {
 
 // taskLogger is the pool's logger with one task's fields.
 func (p *Pool) taskLogger(t master.Task) *slog.Logger {
-	return p.logger.With("task_id", t.ID, "role", t.Role, "session_id", t.SessionID, "attempt", t.Attempt)
+	return p.logger.With("task_id", t.ID, "role", t.Role, "session_id", t.SessionID, "turn_id", t.TurnID, "attempt", t.Attempt)
 }

@@ -167,29 +167,35 @@ func (p *Pool) answer(ctx context.Context, r *running, in TaskInput, resp master
 	replies := []master.Message{{Role: master.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls}}
 	var bad error
 	for _, c := range resp.ToolCalls {
+		result := "ok"
 		switch c.Name {
 		case ToolReport:
 			rep, err := parseReport(c.Arguments)
 			if err == nil {
+				p.metrics.ToolCalled("worker", c.Name, result)
 				out := rep.outcome()
 				return &out, nil, nil
 			}
 			if bad == nil {
 				bad = err
 			}
+			result = "invalid"
 			replies = append(replies, toolReply(c.ID, "Error: "+err.Error()+". Call "+ToolReport+" again with valid arguments."))
 		case ToolHandoff:
 			out, err := parseHandoff(c.Arguments, in.Team)
 			if err == nil {
+				p.metrics.ToolCalled("worker", c.Name, result)
 				return &out, nil, nil
 			}
 			if bad == nil {
 				bad = err
 			}
+			result = "invalid"
 			replies = append(replies, toolReply(c.ID, "Error: "+err.Error()+". Call "+ToolHandoff+" again with valid arguments."))
 		case ToolProgress:
 			pr, err := parseProgress(c.Arguments)
 			if err != nil {
+				p.metrics.ToolCalled("worker", c.Name, "invalid")
 				replies = append(replies, toolReply(c.ID, "Error: "+err.Error()+"."))
 				continue
 			}
@@ -200,8 +206,14 @@ func (p *Pool) answer(ctx context.Context, r *running, in TaskInput, resp master
 			if bad == nil {
 				bad = err
 			}
+			result = "invalid"
 			replies = append(replies, toolReply(c.ID, "Error: "+err.Error()+"."))
 		}
+		tool := c.Name
+		if tool != ToolReport && tool != ToolHandoff && tool != ToolProgress {
+			tool = "unknown" // a label must not take what a model makes up
+		}
+		p.metrics.ToolCalled("worker", tool, result)
 	}
 	return nil, replies, bad
 }
@@ -264,6 +276,7 @@ func (p *Pool) complete(ctx context.Context, t master.Task, out master.Outcome, 
 	case err != nil:
 		log.Warn("task outcome not written; its lease will expire", "state", out.State, "err", err)
 	default:
+		p.metrics.TaskEnded(out.State, time.Since(start))
 		attrs := []any{"state", out.State, "tokens", out.Usage.Total(), "duration", time.Since(start).Round(time.Millisecond)}
 		if out.Error != "" {
 			attrs = append(attrs, "error", out.Error)

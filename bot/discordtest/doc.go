@@ -63,7 +63,9 @@
 // (RevokeToken; REST then answers 401), a privileged intent not enabled in
 // the portal with 4014 (WithPrivilegedIntents), an invalid shard with 4010,
 // too few shards with 4011 (WithShardingRequired). CloseGateway closes
-// every connection with any code. A session may identify as a shard: a
+// every connection with any code; StopGateway starts an outage that
+// refuses new connections until StartGateway. A session may identify as
+// a shard: a
 // guild's dispatches go only to the sessions on shard (guild_id >> 22) %
 // num_shards (ShardOf), and the fake's guilds, in option order, land on
 // shards 0, 1, 2, … for any shard count up to 16.

@@ -124,6 +124,14 @@ func (s *Server) gatewayURL() string {
 }
 
 func (s *Server) handleGateway(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	outage := s.outage
+	s.stats.Refused += btoi(outage)
+	s.mu.Unlock()
+	if outage {
+		http.Error(w, "gateway unavailable", http.StatusServiceUnavailable)
+		return
+	}
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has replied

@@ -20,6 +20,7 @@ type GatewayStats struct {
 	ResumeAttempts   int // RESUMEs received, refused ones included
 	Closes           int // connections the server closed with a gateway close code
 	LastCloseCode    int // the code of the latest such close, 0 if none
+	Refused          int // connection attempts refused during a StopGateway outage
 }
 
 // Connected reports whether a gateway connection has identified or resumed.
@@ -147,4 +148,31 @@ func (s *Server) RevokeToken() {
 	s.revoked = true
 	s.mu.Unlock()
 	s.CloseGateway(4004, "Authentication failed.")
+}
+
+// StopGateway starts a gateway outage: every connection is dropped, as
+// DropGateway does, and new ones are refused (HTTP 503 instead of the
+// websocket upgrade; GatewayStats().Refused counts them) until
+// StartGateway. Sessions stay valid, so the bot resumes once the outage
+// ends. discordgo retries after 1, 2, 4… seconds, so end it promptly.
+func (s *Server) StopGateway() {
+	s.mu.Lock()
+	s.outage = true
+	s.mu.Unlock()
+	s.DropGateway()
+}
+
+// StartGateway ends an outage StopGateway started.
+func (s *Server) StartGateway() {
+	s.mu.Lock()
+	s.outage = false
+	s.notifyLocked()
+	s.mu.Unlock()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

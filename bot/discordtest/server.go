@@ -62,6 +62,7 @@ type Server struct {
 	stats      GatewayStats
 	identifies []Identify
 	revoked    bool // RevokeToken was called
+	outage     bool // StopGateway was called, StartGateway not since
 	intents    discordgo.Intent
 }
 

@@ -23,6 +23,8 @@ Usage:
   callon chat --goal "…" [--channel-roles FILE]
                       talk to a team in the terminal (no Discord needed)
   callon invite       print the OAuth2 URL that adds the bot to a server
+  callon healthcheck  exit 0 when this host's callon is ready (GET /readyz at
+                      CALLON_HTTP_ADDR): for container health checks
   callon version      print the version (also: callon --version)
 
 Every command takes --help. Configuration comes from the environment and,
@@ -30,11 +32,29 @@ when it exists, a .env file in the working directory (CALLON_ENV_FILE names
 another; the environment wins); see README.md.
 `
 
-// run is the whole program; main only hands it the process's world.
-func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+// run is the whole program; main only hands it the process's world. An
+// error it returns has been written to stderr already, in the log format
+// (LOG_FORMAT=json: one JSON line like every other).
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	var cfg config.Config // text until the configuration says otherwise
+	defer func() {
+		if err != nil {
+			reportFatal(cfg, stderr, err)
+		}
+	}()
+	// The env file first: it may set LOG_FORMAT.
+	if getenv, err = config.WithEnvFile(getenv); err != nil {
+		return err
+	}
+	cfg = config.Load(getenv)
+	// In JSON mode nothing but JSON lines reaches stderr: no usage text.
+	usageOut := stderr
+	if cfg.LogFormat == "json" {
+		usageOut = io.Discard
+	}
 	fs := flag.NewFlagSet("callon", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	fs.SetOutput(usageOut)
+	fs.Usage = func() { fmt.Fprint(usageOut, usage) }
 	showVersion := fs.Bool("version", false, "print the version")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -43,35 +63,35 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return err
 	}
 	if *showVersion {
-		fmt.Fprintln(stdout, "callon", version)
+		fmt.Fprintln(stdout, "callon", versionLine(build()))
 		return nil
 	}
 	cmd, rest := "", fs.Args()
 	if len(rest) > 0 {
 		cmd, rest = rest[0], rest[1:]
 	}
-	getenv, err := config.WithEnvFile(getenv)
-	if err != nil {
-		return err
-	}
-	cfg := config.Load(getenv)
 	// onlyHelp parses a command that takes no arguments; false means it
 	// printed its help (or refused an argument) and is done.
 	onlyHelp := func(summary string) (bool, error) {
-		return parseCommand(cmd, summary, rest, stderr, nil)
+		return parseCommand(cmd, summary, rest, usageOut, nil)
 	}
 	switch cmd {
 	case "version":
 		if ok, err := onlyHelp("print the version"); !ok {
 			return err
 		}
-		fmt.Fprintln(stdout, "callon", version)
+		fmt.Fprintln(stdout, "callon", versionLine(build()))
 		return nil
 	case "chat":
 		return chat(ctx, getenv, rest, stdin, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil
+	case "healthcheck":
+		if ok, err := onlyHelp("exit 0 when this host's callon is ready (GET /readyz at CALLON_HTTP_ADDR)"); !ok {
+			return err
+		}
+		return healthcheck(ctx, cfg, stdout)
 	case "invite":
 		if ok, err := onlyHelp("print the OAuth2 URL that adds the bot to a server; needs DISCORD_TOKEN or DISCORD_APP_ID"); !ok {
 			return err
@@ -106,9 +126,50 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 		return serve(ctx, cfg, newLogger(cfg, stderr), true)
 	default:
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown command %q", cmd)
+		fmt.Fprint(usageOut, usage)
+		return fmt.Errorf("unknown command %q (callon help lists them)", cmd)
 	}
+}
+
+// reportFatal writes the error that stops callon: "callon: …" in text
+// mode; in JSON mode one line, with each invalid variable of a
+// configuration error as a field of its own.
+func reportFatal(cfg config.Config, stderr io.Writer, err error) {
+	if cfg.LogFormat != "json" {
+		fmt.Fprintln(stderr, "callon:", err)
+		return
+	}
+	attrs := []any{"err", err.Error()}
+	var problems []map[string]string
+	for _, e := range leaves(err) {
+		var fe *config.FieldError
+		if errors.As(e, &fe) {
+			problems = append(problems, map[string]string{"var": fe.Var, "problem": fe.Problem})
+		}
+	}
+	if problems != nil {
+		attrs = append(attrs, "problems", problems)
+	}
+	newLogger(cfg, stderr).Error("callon stopped", attrs...)
+}
+
+// leaves unwraps err into the errors it joins, depth first.
+func leaves(err error) []error {
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		var out []error
+		for _, e := range u.Unwrap() {
+			out = append(out, leaves(e)...)
+		}
+		return out
+	case interface{ Unwrap() error }:
+		if inner := u.Unwrap(); inner != nil {
+			if in := leaves(inner); len(in) > 1 {
+				return in
+			}
+		}
+	}
+	return []error{err}
 }
 
 // parseCommand parses a subcommand's flags (declared by declare, if any)

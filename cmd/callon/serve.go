@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -17,6 +15,7 @@ import (
 	"github.com/callonbot/callon/config"
 	"github.com/callonbot/callon/llm"
 	"github.com/callonbot/callon/master"
+	"github.com/callonbot/callon/metrics"
 	"github.com/callonbot/callon/store"
 	"github.com/callonbot/callon/workers"
 )
@@ -45,7 +44,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if err != nil {
 		return err
 	}
-	log.Info("starting callon", "version", version, "config", cfg)
+	bi := build()
+	log.Info("starting callon", "version", bi.Version, "revision", bi.Revision, "bot", withBot, "config", cfg)
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
@@ -66,9 +66,18 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	}
 	st.SetMaxAttempts(cfg.Limits.MaxAttempts)
 	owner := master.NewOwner()
+	log = log.With("owner", owner)
 	lim := cfg.Limits
+	reg := metrics.New(metrics.Config{Build: bi, Backlog: st})
 	model := llm.NewRouter(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
 		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, providerConfigs(cfg), log) // llm reads 0 as its default and a negative as none
+	masterModel, workerModel := reg.LLM("master", model), reg.LLM("worker", model)
+	checks := map[string]check{"database": func(ctx context.Context) string {
+		if err := st.Ping(ctx); err != nil {
+			return "not answering"
+		}
+		return ""
+	}}
 	listener := st.NewListener()
 	live := st.NewLiveness(owner)
 
@@ -91,8 +100,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			TaskTimeout: lim.TaskTimeout,
 			WorkerModel: cfg.WorkerModel,
 			Wake:        wake(),
+			Metrics:     reg,
 			Vision:      cfg.Attachments.Vision,
-		}, st, model, log)
+		}, st, workerModel, log)
 		g.Go(func() error { return pool.Run(ctx) })
 		cancelSession = func(id int64) { pool.CancelSession(id) }
 	}
@@ -104,10 +114,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		cmds := master.NewCommands(master.CommandsConfig{
 			Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 			CancelSession: cancelSession, Catalog: roles.Roster,
-		}, st, model, log)
-		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL}, svc, cmds, roles, st, log)
+		}, st, masterModel, log)
+		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL,
+			ShardCount: cfg.Sharding.Count, ShardIDs: cfg.Sharding.IDs, Metrics: reg}, svc, cmds, roles, st, log)
 		if err != nil {
 			return err
+		}
+		checks["gateway"] = func(context.Context) string {
+			_, down := b.GatewayStatus()
+			return down
 		}
 		orch := master.NewOrchestrator(master.OrchestratorConfig{
 			Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks,
@@ -116,11 +131,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth,
 			MaxActiveSessions: cfg.HandBack.MaxActiveSessions, ReportCap: cfg.HandBack.ReportCap,
-			Channels: b.Channels(), Service: svc,
+			Channels: b.Channels(), Service: svc, Metrics: reg,
 			Vision: att.Vision(cfg.MasterModel),
-		}, st, model, log)
+		}, st, masterModel, log)
 		out := b.Messenger()
-		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake()}, st, out, log)
+		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Metrics: reg}, st, out, log)
 		pres := master.NewPresenter(master.PresenterConfig{}, st, out, log)
 		g.Go(func() error { return b.Run(ctx) })
 		g.Go(func() error { return orch.Run(ctx) })
@@ -129,12 +144,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		fetch := master.NewFetcher(master.FetcherConfig{Owner: owner, MaxFile: att.MaxFile, Wake: wake()}, st, bot.NewDownloader(att.CDN()), log)
 		g.Go(func() error { return fetch.Run(ctx) })
 		if cfg.Webhook.Enabled() {
-			hooks := newWebhookSender(cfg.Webhook, st, wake(), log)
+			hooks := newWebhookSender(cfg.Webhook, st, wake(), reg, log)
 			g.Go(func() error { return hooks.Run(ctx) })
 		}
 	}
 	if cfg.HTTPAddr != "" {
-		g.Go(func() error { return serveHealth(ctx, cfg.HTTPAddr, st, log) })
+		h := newOpsHandler(checks, reg.Handler())
+		g.Go(func() error { return serveHTTP(ctx, cfg.HTTPAddr, h, log) })
 	}
 	err = g.Wait()
 	log.Info("callon stopped")
@@ -160,30 +176,4 @@ func checkModels(ctx context.Context, model *llm.Router, cfg config.Config, log 
 			log.Warn("the LLM server does not list the "+m.name+" model: calls to it will fail", "model", m.model, "variable", m.v)
 		}
 	}
-}
-
-// serveHealth answers GET /healthz: 200 when Postgres answers.
-func serveHealth(ctx context.Context, addr string, st *store.Store, log *slog.Logger) error {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := st.Ping(pctx); err != nil {
-			http.Error(w, "unhealthy: database unreachable", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	log.Info("health endpoint listening", "addr", addr)
-	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("health endpoint: %w", err)
-	}
-	return nil
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // newWebhookSender delivers the store's webhook events to cfg.URL.
-func newWebhookSender(cfg config.Webhook, st *store.Store, wake <-chan string, log *slog.Logger) *master.WebhookSender {
+func newWebhookSender(cfg config.Webhook, st *store.Store, wake <-chan string, m master.Metrics, log *slog.Logger) *master.WebhookSender {
 	post := webhook.New(cfg.URL, cfg.Secret, "callon/"+version, nil)
-	return master.NewWebhookSender(master.WebhookSenderConfig{Retries: cfg.Retries, Wake: wake}, st, post, log)
+	return master.NewWebhookSender(master.WebhookSenderConfig{Retries: cfg.Retries, Wake: wake, Metrics: m}, st, post, log)
 }

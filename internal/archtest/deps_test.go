@@ -67,11 +67,14 @@ func TestDependencyRules(t *testing.T) {
 		{"the MCP SDK is imported only in tools", func(from, to string) bool {
 			return under(to, "github.com/modelcontextprotocol/go-sdk") && !under(from, module+"/tools")
 		}},
+		{"the Prometheus client is imported only in metrics", func(from, to string) bool {
+			return under(to, "github.com/prometheus/") && !under(from, module+"/metrics")
+		}},
 		{"workers never import bot: workers cannot post", func(from, to string) bool {
 			return under(from, module+"/workers") && under(to, module+"/bot")
 		}},
 		{"only cmd/callon wires the adapters together", func(from, to string) bool {
-			adapters := []string{"/bot", "/store", "/llm", "/workers", "/webhook", "/tools"}
+			adapters := []string{"/bot", "/store", "/llm", "/workers", "/webhook", "/tools", "/metrics"}
 			if !under(from, module) || under(from, module+"/cmd") {
 				return false
 			}
