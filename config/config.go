@@ -143,11 +143,9 @@ func Load(getenv func(string) string) Config {
 	c.HandBack = p.handBack()
 	c.Webhook = p.webhook()
 	c.errs = p.errs
-	if c.DatabaseURL != "" {
-		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-			// The raw value may hold a password: describe it, never echo it.
-			c.errs = append(c.errs, fieldError("DATABASE_URL", "must be a postgres:// URL"))
-		}
+	if !checkDSN(c.DatabaseURL) {
+		// The raw value may hold a password: describe it, never echo it.
+		c.errs = append(c.errs, fieldError("DATABASE_URL", "must be a postgres:// URL or a keyword/value string (host=… dbname=…)"))
 	}
 	return c
 }
@@ -204,19 +202,6 @@ func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 // Heartbeat is how often a worker extends its lease: a third of it, so two
 // heartbeats can be lost before a lease lapses.
 func (l Limits) Heartbeat() time.Duration { return l.TaskLease / 3 }
-
-// RedactURL returns u with any password replaced by "xxxxx". A value that
-// does not parse is replaced whole, since it might be a password itself.
-func RedactURL(u string) string {
-	if u == "" {
-		return ""
-	}
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(unparseable, redacted)"
-	}
-	return p.Redacted()
-}
 
 func redact(secret string) string {
 	if secret == "" {

@@ -86,15 +86,25 @@ func TestRunStopsWhenDatabaseIsUnreachable(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stderr bytes.Buffer
-	err := run(ctx, []string{"migrate"}, func(k string) string {
-		return map[string]string{"DATABASE_URL": "postgres://callon:hunter2@127.0.0.1:1/callon?connect_timeout=2"}[k]
-	}, &bytes.Buffer{}, &stderr)
-	if err == nil {
-		t.Fatal("migrate against a closed port returned nil")
-	}
-	if strings.Contains(err.Error()+stderr.String(), "hunter2") {
-		t.Errorf("the database password leaked: %v\n%s", err, stderr.String())
+	// Every form pgx accepts, through migrate and through the bot's start
+	// (which logs its configuration first).
+	for _, dsn := range []string{
+		"postgres://callon:hunter2@127.0.0.1:1/callon?connect_timeout=2",
+		"postgres://callon@127.0.0.1:1/callon?connect_timeout=2&password=hunter2",
+		"host=127.0.0.1 port=1 user=callon password=hunter2 dbname=callon connect_timeout=2",
+		"host=127.0.0.1 port=1 user=callon password='hunter2' dbname=callon connect_timeout=2",
+	} {
+		for _, args := range [][]string{{"migrate"}, nil} {
+			var stderr bytes.Buffer
+			env := map[string]string{"DATABASE_URL": dsn, "DISCORD_TOKEN": "t", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+			err := run(ctx, args, func(k string) string { return env[k] }, &bytes.Buffer{}, &stderr)
+			if err == nil {
+				t.Fatalf("%v against a closed port returned nil", args)
+			}
+			if strings.Contains(err.Error()+stderr.String(), "hunter2") {
+				t.Errorf("the database password leaked: %v\n%s", err, stderr.String())
+			}
+		}
 	}
 }
 
