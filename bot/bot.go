@@ -35,6 +35,7 @@ type Bot struct {
 	svc     *master.Service
 	cmds    *master.Commands
 	roles   *master.Roles
+	limits  *master.Limits
 	store   Store
 	log     *slog.Logger
 	appID   string
@@ -50,7 +51,7 @@ type Store interface {
 }
 
 // New builds the bot; Run connects it.
-func New(cfg Config, svc *master.Service, cmds *master.Commands, roles *master.Roles, store Store, logger *slog.Logger) (*Bot, error) {
+func New(cfg Config, svc *master.Service, cmds *master.Commands, roles *master.Roles, limits *master.Limits, store Store, logger *slog.Logger) (*Bot, error) {
 	s, err := NewSession(cfg.Token, cfg.APIURL, Intents)
 	if err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func New(cfg Config, svc *master.Service, cmds *master.Commands, roles *master.R
 	// slow work runs on goroutines the bot owns.
 	s.SyncEvents = true
 	s.StateEnabled = true
-	b := &Bot{cfg: cfg, s: s, svc: svc, cmds: cmds, roles: roles, store: store, log: logger.With("component", "bot"), appID: cfg.AppID}
+	b := &Bot{cfg: cfg, s: s, svc: svc, cmds: cmds, roles: roles, limits: limits, store: store, log: logger.With("component", "bot"), appID: cfg.AppID}
 	s.AddHandler(b.onReady)
 	s.AddHandler(b.onInteraction)
 	s.AddHandler(b.onMessage)
@@ -139,6 +140,9 @@ func (b *Bot) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
 	in := master.Incoming{
 		ID: m.ID, GuildID: m.GuildID, ChannelID: m.ChannelID,
 		AuthorID: m.Author.ID, AuthorBot: m.Author.Bot, Content: m.Content,
+	}
+	if m.Member != nil {
+		in.AuthorRoles = m.Member.Roles
 	}
 	if b.route(b.ctx, in) == nil {
 		return

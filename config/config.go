@@ -69,6 +69,7 @@ type Config struct {
 	Limits   Limits
 	HandBack HandBack
 	Webhook  Webhook
+	Caps     Caps
 
 	errs []error // problems found while parsing; reported by Validate
 }
@@ -142,6 +143,7 @@ func Load(getenv func(string) string) Config {
 	}
 	c.HandBack = p.handBack()
 	c.Webhook = p.webhook()
+	c.Caps = p.caps()
 	c.errs = p.errs
 	if !checkDSN(c.DatabaseURL) {
 		// The raw value may hold a password: describe it, never echo it.
@@ -193,7 +195,7 @@ func (c Config) String() string {
 		l.TaskTimeout, l.TaskLease, l.SweepInterval, l.MaxAttempts, l.WorkerSlots, l.LLMConcurrency,
 		l.SessionTokens, l.History, strings.Join(c.Models, ","), l.MaxPrompt) + fmt.Sprintf(" llm_retries=%d master_retries=%d master_retry_delay=%s max_master_calls=%d outbox_retry_for=%s",
 		l.LLMRetries, l.MasterRetries, l.MasterRetry, l.MaxMasterCalls, l.OutboxRetryFor) +
-		" " + c.HandBack.String() + " " + c.Webhook.String()
+		" " + c.HandBack.String() + " " + c.Webhook.String() + " " + c.Caps.String()
 }
 
 // LogValue keeps secrets out of structured logs too.

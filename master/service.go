@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,8 +20,14 @@ type SessionStore interface {
 	// StartSession creates the session with its roster and kickoff message
 	// in one transaction, and with brief, when not empty, a first turn
 	// that sets the team to work at once (a dispatched team). It returns
-	// ErrSessionActive when the thread has a session already.
-	StartSession(ctx context.Context, s Session, roster []Role, kickoff, brief string) (Session, error)
+	// ErrSessionActive when the thread has a session already, and a
+	// *CapError when caps refuse it (counted atomically).
+	StartSession(ctx context.Context, s Session, roster []Role, kickoff, brief string, caps SessionCaps) (Session, error)
+	// CheckCaps returns a *CapError when caps would refuse a new session
+	// of owner in the guild now.
+	CheckCaps(ctx context.Context, guildID, ownerID string, caps SessionCaps) error
+	// Access returns a guild's allow lists.
+	Access(ctx context.Context, guildID string) (Access, error)
 	// ActiveSession returns the active session of a thread, or ErrNotFound.
 	ActiveSession(ctx context.Context, threadID string) (Session, error)
 	// CatchUpPoints lists every active session with where its thread's
@@ -31,22 +38,63 @@ type SessionStore interface {
 	// RecordTurn stores a user message as a queued turn, idempotently on
 	// its message id: created is false when the message was seen before.
 	// A turn of the session that waited for the user's answer is closed.
-	RecordTurn(ctx context.Context, t Turn) (turn Turn, created bool, err error)
+	// A turn given as refused, or that admission refuses, is recorded
+	// refused (its State says so), with a notice once per burst.
+	RecordTurn(ctx context.Context, t Turn, a Admission) (turn Turn, created bool, err error)
+}
+
+// ServiceConfig bounds what people may start. Zero values mean no bound.
+type ServiceConfig struct {
+	Caps SessionCaps // active teams per guild and per person
+	// MaxQueued bounds a thread's messages waiting or being answered;
+	// beyond it they are refused.
+	MaxQueued int
+	// UserPerMinute bounds the messages one person may send teams of a
+	// guild per minute; beyond it they are refused.
+	UserPerMinute int
 }
 
 // Service is the entry point the bot calls with what people do in Discord.
 type Service struct {
+	cfg    ServiceConfig
 	store  SessionStore
 	roster func(ctx context.Context, guildID, channelID string) ([]Role, error)
 }
 
 // NewService returns the service. roster resolves the roles available in a
 // channel; nil means the built-in defaults.
-func NewService(store SessionStore, roster func(ctx context.Context, guildID, channelID string) ([]Role, error)) *Service {
+func NewService(cfg ServiceConfig, store SessionStore, roster func(ctx context.Context, guildID, channelID string) ([]Role, error)) *Service {
 	if roster == nil {
 		roster = func(context.Context, string, string) ([]Role, error) { return DefaultRoles(), nil }
 	}
-	return &Service{store: store, roster: roster}
+	return &Service{cfg: cfg, store: store, roster: roster}
+}
+
+// Starter is who starts a team, and where: the channel the team lives in
+// (a thread's parent), for the allow lists.
+type Starter struct {
+	GuildID   string
+	ChannelID string
+	UserID    string
+	Roles     []string // the member's role ids
+	// OwnerID is whose team it is, for the caps: the dispatching team's
+	// owner for a dispatched team; "" means UserID.
+	OwnerID string
+}
+
+// CheckStart says, as an *Error a person may read, why a team may not be
+// started now: the guild's allow lists, or a cap on active teams. Call it
+// before work a refusal would waste; StartSession enforces the caps again,
+// atomically.
+func (s *Service) CheckStart(ctx context.Context, st Starter) error {
+	acc, err := s.store.Access(ctx, st.GuildID)
+	if err != nil {
+		return fmt.Errorf("check start: %w", err)
+	}
+	if !acc.Allows(AccessStart, st.UserID, st.Roles, st.ChannelID) {
+		return &Error{Code: ENotAllowed, Err: ErrNotAllowed, Message: notAllowedText(AccessStart)}
+	}
+	return CapRefusal(s.store.CheckCaps(ctx, st.GuildID, cmp.Or(st.OwnerID, st.UserID), s.cfg.Caps))
 }
 
 // CheckGoal validates a goal and returns it trimmed; its error is written
@@ -83,7 +131,8 @@ type NewSession struct {
 }
 
 // StartSession creates the team and queues its kickoff message.
-// ErrSessionActive when the thread already has a team.
+// ErrSessionActive when the thread already has a team; an *Error wrapping
+// a *CapError when a cap on active teams refuses it.
 func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Role, error) {
 	goal, err := CheckGoal(n.Goal)
 	if err != nil {
@@ -102,7 +151,10 @@ func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Ro
 		GuildID: n.GuildID, ChannelID: n.ChannelID, ThreadID: n.ThreadID,
 		OwnerID: n.OwnerID, Goal: goal, State: SessionActive, ReportTo: n.ReportTo,
 		DispatchedBy: n.DispatchedBy, DispatchedTurn: n.DispatchedTurn, DispatchDepth: n.DispatchDepth,
-	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0), n.Brief)
+	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0), n.Brief, s.cfg.Caps)
+	if errors.Is(err, ErrCapped) {
+		return Session{}, nil, CapRefusal(err)
+	}
 	if errors.Is(err, ErrSessionActive) {
 		return Session{}, nil, &Error{Code: EConflict, Err: err,
 			Message: "This thread already has an active team: talk to it here, or end it with `/dissolve` first."}
@@ -137,12 +189,18 @@ type Incoming struct {
 	ChannelID string
 	AuthorID  string
 	AuthorBot bool
-	Content   string
+	// AuthorRoles are the author's role ids in the guild, for the allow
+	// lists.
+	AuthorRoles []string
+	Content     string
 }
 
 // HandleMessage routes a message to its session's master. Messages from
 // bots (this one included), outside session threads, or redelivered are
-// ignored. It reports whether a new turn was recorded.
+// ignored. A message the guild's allow lists refuse, or beyond the
+// thread's queue or its author's rate, is recorded as a refused turn,
+// never answered; the thread is told once per burst. It reports whether a
+// new turn was recorded.
 func (s *Service) HandleMessage(ctx context.Context, m Incoming) (bool, error) {
 	if m.AuthorBot || strings.TrimSpace(m.Content) == "" {
 		return false, nil
@@ -154,13 +212,36 @@ func (s *Service) HandleMessage(ctx context.Context, m Incoming) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("find session: %w", err)
 	}
+	acc, err := s.store.Access(ctx, m.GuildID)
+	if err != nil {
+		return false, fmt.Errorf("access: %w", err)
+	}
+	state := TurnQueued
+	if !acc.Allows(AccessTalk, m.AuthorID, m.AuthorRoles, sess.ChannelID) {
+		state = TurnRefused
+	}
 	_, created, err := s.store.RecordTurn(ctx, Turn{
-		SessionID: sess.ID, MessageID: m.ID, GuildID: m.GuildID, ChannelID: m.ChannelID, AuthorID: m.AuthorID, Content: CleanText(m.Content), State: TurnQueued,
-	})
+		SessionID: sess.ID, MessageID: m.ID, GuildID: m.GuildID, ChannelID: m.ChannelID, AuthorID: m.AuthorID, Content: CleanText(m.Content), State: state,
+	}, s.admission())
 	if err != nil {
 		return false, fmt.Errorf("record turn: %w", err)
 	}
 	return created, nil
+}
+
+// admission is how a message in a thread is admitted, with what the
+// thread is told, once per burst, when one is not.
+func (s *Service) admission() Admission {
+	a := Admission{MaxOpen: s.cfg.MaxQueued, PerMinute: s.cfg.UserPerMinute, Refused: notAllowedText(AccessTalk)}
+	if a.MaxOpen > 0 {
+		a.QueueFull = fmt.Sprintf("⏳ This team already has %d messages to answer, so it is not taking new ones for now: "+
+			"messages sent until it catches up will not be answered. Please send again what still matters once it has replied.", a.MaxOpen)
+	}
+	if a.PerMinute > 0 {
+		a.RateLimited = fmt.Sprintf("⏳ One person may send callon teams at most %d messages a minute; "+
+			"the ones over that will not be answered. Please send again what still matters in a minute.", a.PerMinute)
+	}
+	return a
 }
 
 // CatchUpMax bounds how many messages one thread's catch-up turns into
@@ -254,19 +335,21 @@ func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, p CatchUpPo
 		if recorded >= CatchUpMax {
 			t.State = TurnRefused
 		}
-		_, created, err := s.store.RecordTurn(ctx, t)
+		// The thread's queue bounds a catch-up too; its own notice below
+		// says what was left out.
+		turn, created, err := s.store.RecordTurn(ctx, t, Admission{MaxOpen: s.cfg.MaxQueued})
 		if err != nil {
 			return recorded, err
 		}
 		switch {
-		case created && t.State == TurnRefused:
+		case created && turn.State == TurnRefused:
 			refused++
 		case created:
 			recorded++
 		}
 	}
 	if refused > 0 {
-		notice := fmt.Sprintf("⚠️ I was offline and missed %d messages here. I picked up the first %d; "+
+		notice := fmt.Sprintf("⚠️ I was offline and missed %d messages here. I picked up %d; "+
 			"the other %d will not be answered, so please send again what still matters.", recorded+refused, recorded, refused)
 		if err := s.store.Notice(ctx, p.SessionID, notice); err != nil {
 			return recorded, err

@@ -111,7 +111,7 @@ func newSequence(t *testing.T, seed uint64) *sequence {
 	s.log = slog.New(s.errs)
 	s.model = &model{seq: s, perTurn: map[string]int{}}
 	s.out = &messenger{seen: map[string]string{}, rng: s.rng, failures: true}
-	s.svc = master.NewService(st, nil)
+	s.svc = master.NewService(master.ServiceConfig{}, st, nil)
 	sess, _, err := s.svc.StartSession(s.ctx, master.NewSession{GuildID: "g", ChannelID: "c", ThreadID: "thread", OwnerID: "u", Goal: "ship it"})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/callonbot/callon/bot/discordtest"
 	"github.com/callonbot/callon/llm/llmtest"
 	"github.com/callonbot/callon/store"
@@ -36,8 +38,9 @@ type world struct {
 	ai    *llmtest.Server
 	dbURL string
 	env   map[string]string
-	st    *store.Store // opened on first use by db
-	logs  *logBook     // every log line of every process of the world
+	st    *store.Store  // opened on first use by db
+	pool  *pgxpool.Pool // opened on first use by count
+	logs  *logBook      // every log line of every process of the world
 
 	stop func() // stops the running process and waits for it
 }
@@ -106,8 +109,11 @@ func (w *world) start() {
 	w.t.Cleanup(w.stop)
 	w.dc.WaitConnected(w.t)
 	// Commands go to DISCORD_GUILD_ID when it is set, else globally.
-	w.dc.WaitFor(w.t, func() bool { return len(w.dc.Commands(w.env["DISCORD_GUILD_ID"])) == 5 }, "the five slash commands registered")
+	w.dc.WaitFor(w.t, func() bool { return len(w.dc.Commands(w.env["DISCORD_GUILD_ID"])) == commandCount }, "the slash commands registered")
 }
+
+// commandCount is how many slash commands callon registers.
+const commandCount = 7
 
 // restart stops the process and starts a new one on the same database.
 func (w *world) restart() {

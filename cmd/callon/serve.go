@@ -65,6 +65,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	}
 	owner := master.NewOwner()
 	lim := cfg.Limits
+	budget := master.Budget{SessionTokens: lim.SessionTokens, GuildDailyTokens: cfg.Caps.GuildDailyTokens}
+	prices := master.Prices{}
+	for m, p := range cfg.Caps.Prices {
+		prices[m] = master.Price{In: p.In, Out: p.Out}
+	}
 	model := llm.New(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
 		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, log) // llm reads 0 as its default and a negative as none
 	listener := st.NewListener()
@@ -88,6 +93,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			SweepEvery:  lim.SweepInterval,
 			TaskTimeout: lim.TaskTimeout,
 			WorkerModel: cfg.WorkerModel,
+			Budget:      budget,
 			Wake:        wake(),
 		}, st, model, log)
 		g.Go(func() error { return pool.Run(ctx) })
@@ -95,27 +101,30 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	}
 
 	if withBot {
-		svc := master.NewService(st, roles.Roster)
+		svc := master.NewService(master.ServiceConfig{
+			Caps:      master.SessionCaps{PerGuild: cfg.HandBack.MaxActiveSessions, PerUser: cfg.Caps.MaxUserSessions},
+			MaxQueued: cfg.Caps.MaxQueuedTurns, UserPerMinute: cfg.Caps.UserTurnsPerMinute,
+		}, st, roles.Roster)
 		cmds := master.NewCommands(master.CommandsConfig{
 			Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
-			CancelSession: cancelSession, Catalog: roles.Roster,
+			CancelSession: cancelSession, Catalog: roles.Roster, Budget: budget, Prices: prices,
 		}, st, model, log)
-		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL}, svc, cmds, roles, st, log)
+		limits := master.NewLimits(budget, prices, st)
+		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL}, svc, cmds, roles, limits, st, log)
 		if err != nil {
 			return err
 		}
 		orch := master.NewOrchestrator(master.OrchestratorConfig{
 			Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks,
-			MaxRoles: lim.MaxWorkers, History: lim.History, SessionTokens: lim.SessionTokens,
+			MaxRoles: lim.MaxWorkers, History: lim.History, Budget: budget,
 			Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
 			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
-			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth,
-			MaxActiveSessions: cfg.HandBack.MaxActiveSessions, ReportCap: cfg.HandBack.ReportCap,
-			Channels: b.Channels(), Service: svc,
+			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth, ReportCap: cfg.HandBack.ReportCap,
+			Channels: b.Channels(), Service: svc, Guilds: b.Channels(),
 		}, st, model, log)
 		out := b.Messenger()
 		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake()}, st, out, log)
-		pres := master.NewPresenter(master.PresenterConfig{}, st, out, log)
+		pres := master.NewPresenter(master.PresenterConfig{Prices: prices}, st, out, log)
 		g.Go(func() error { return b.Run(ctx) })
 		g.Go(func() error { return orch.Run(ctx) })
 		g.Go(func() error { return disp.Run(ctx) })
