@@ -274,3 +274,48 @@ func TestCatchUpKeepsToTheQueue(t *testing.T) {
 		t.Errorf("got %d master calls, want 5", n)
 	}
 }
+
+// rowsOf counts what a session has in each table retention deletes from.
+func (w *world) rowsOf(sessionID int64) string {
+	w.t.Helper()
+	var parts []string
+	for _, table := range []string{"sessions:id", "session_roles:session_id", "session_usage:session_id", "turns:session_id",
+		"tasks:session_id", "signals:session_id", "outbox:session_id", "webhook_events:session_id", "reports:from_session"} {
+		name, key, _ := strings.Cut(table, ":")
+		parts = append(parts, fmt.Sprintf("%s %d", name, w.count(`SELECT count(*) FROM `+name+` WHERE `+key+` = $1`, sessionID)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Rows of a team that ended longer ago than CALLON_RETENTION are deleted
+// by the background job; an active team's are not touched.
+func TestRetentionDeletesEndedTeams(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, llmtest.Seq(delegate(task{Role: "writer", Instruction: "draft"}), reply("old done"), reply("kept"))),
+		llmtest.Match("You are the writer", llmtest.Seq(report("a draft")))),
+		"CALLON_RETENTION", "2s", "CALLON_WEBHOOK_URL", "http://127.0.0.1:1/hook", "CALLON_WEBHOOK_SECRET", "s", "CALLON_WEBHOOK_RETRIES", "0")
+	old := w.team("Old")
+	w.waitReply(old, w.say(old, "write it"))
+	kept := w.team("Kept")
+	w.waitReply(kept, w.say(kept, "hello"))
+	oldID := int64(w.count(`SELECT id FROM sessions WHERE thread_id = $1`, old))
+	keptID := int64(w.count(`SELECT id FROM sessions WHERE thread_id = $1`, kept))
+	if w.count(`SELECT count(*) FROM tasks WHERE session_id = $1`, oldID) != 1 || w.count(`SELECT count(*) FROM signals WHERE session_id = $1`, oldID) == 0 {
+		t.Fatalf("the old team has no work to delete: %s", w.rowsOf(oldID))
+	}
+	w.command(old, w.dc.UserID(), 0, "dissolve")
+	w.dc.WaitFor(t, func() bool { return w.count(`SELECT count(*) FROM outbox WHERE state = 'pending'`) == 0 }, "the closing summary posted")
+	keptRows := w.rowsOf(keptID)
+	w.dc.WaitFor(t, func() bool { return w.count(`SELECT count(*) FROM sessions WHERE id = $1`, oldID) == 0 }, "the ended team purged")
+	want := "sessions 0, session_roles 0, session_usage 0, turns 0, tasks 0, signals 0, outbox 0, webhook_events 0, reports 0"
+	if got := w.rowsOf(oldID); got != want {
+		t.Errorf("the ended team's rows: %s, want none", got)
+	}
+	if got := w.rowsOf(keptID); got != keptRows {
+		t.Errorf("the active team's rows: %s, want them untouched: %s", got, keptRows)
+	}
+	if !w.logged("purged ended sessions", "sessions=1") {
+		t.Error("the purge was not logged")
+	}
+}

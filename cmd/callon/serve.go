@@ -79,6 +79,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	g.Go(func() error { return listener.Run(ctx) })
 	g.Go(func() error { return live.Run(ctx) })
 	g.Go(func() error { checkModels(ctx, model, cfg, log); return nil })
+	// Every process may purge; one at a time does (an advisory lock).
+	retention := master.NewRetention(master.RetentionConfig{Keep: cfg.Caps.Retention}, st, log)
+	g.Go(func() error { return retention.Run(ctx) })
 	wake := func() <-chan string {
 		ch, _ := listener.Subscribe()
 		return ch
