@@ -40,6 +40,8 @@ type CommandStore interface {
 	// CheckSpend returns a *BudgetError when the session's budget, or
 	// its guild's of the day, is spent (see OrchestratorStore).
 	CheckSpend(ctx context.Context, sessionID int64, pending int64, def Budget) error
+	// AddUsage charges tokens to the session.
+	AddUsage(ctx context.Context, sessionID int64, u Usage) error
 }
 
 // SessionStats is what a team did, for its closing summary.
@@ -147,9 +149,13 @@ func (c *Commands) Replan(ctx context.Context, s Session, a Actor, instruction s
 	var usage Usage
 	var d decision
 	for attempt := 0; ; attempt++ {
-		if err := c.store.CheckSpend(ctx, s.ID, usage.Total(), c.cfg.Budget); errors.Is(err, ErrBudget) {
-			return "", &Error{Code: ELimit, Message: BudgetText(err), Err: err}
-		} else if err != nil {
+		if err := c.store.CheckSpend(ctx, s.ID, usage.Total(), c.cfg.Budget); err != nil {
+			if uerr := c.store.AddUsage(ctx, s.ID, usage); uerr != nil { // what the first attempt used
+				c.log.Warn("charge tokens", "session_id", s.ID, "err", uerr)
+			}
+			if errors.Is(err, ErrBudget) {
+				return "", &Error{Code: ELimit, Message: BudgetText(err), Err: err}
+			}
 			return "", err
 		}
 		resp, err := c.llm.Chat(ctx, ChatRequest{Model: c.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"})

@@ -118,9 +118,9 @@ func TestCallonRefusedAtThePersonalCap(t *testing.T) {
 	}
 }
 
-// Once a team's budget is spent no model is called for it, master or
-// worker: at most the call that crossed the line overshoots, and the bot
-// answers itself. An admin raises it live with /budget; /team shows the
+// Once a team's budget is spent no model is called for it, master,
+// worker or /replan: at most the call that crossed the line overshoots,
+// and the bot answers itself. An admin raises it live with /budget; /team shows the
 // tokens and their cost.
 func TestBudgetStopsModelCalls(t *testing.T) {
 	t.Parallel()
@@ -137,6 +137,7 @@ func TestBudgetStopsModelCalls(t *testing.T) {
 		got := w.waitReply(thread, w.say(thread, text))
 		mustContain(t, "a reply over budget", got, "This team has used its budget of 1,000 tokens", "`/budget team`")
 	}
+	mustContain(t, "/replan over budget", w.command(thread, w.dc.UserID(), 0, "replan").Content, "This team has used its budget of 1,000 tokens")
 	if n := len(w.ai.Requests()); n != 2 {
 		t.Fatalf("got %d model calls, want 2: the master's delegation and the worker's one call", n)
 	}
