@@ -123,8 +123,8 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 // admit decides, under the session's lock, whether a message is queued or
 // refused by a's limits, and with which notice.
 func admit(ctx context.Context, tx pgx.Tx, t master.Turn, a master.Admission) (master.TurnState, string, error) {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('turns/' || $1::bigint, 0))`, t.SessionID); err != nil {
-		return "", "", fmt.Errorf("lock session: %w", err)
+	if err := lockSessionTurns(ctx, tx, t.SessionID); err != nil {
+		return "", "", err
 	}
 	var open, recent int
 	if err := tx.QueryRow(ctx, `
@@ -143,19 +143,33 @@ func admit(ctx context.Context, tx pgx.Tx, t master.Turn, a master.Admission) (m
 	return master.TurnQueued, "", nil
 }
 
+// lockSessionTurns serialises, until tx ends, the admission of a
+// session's messages.
+func lockSessionTurns(ctx context.Context, tx pgx.Tx, sessionID int64) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('turns/' || $1::bigint, 0))`, sessionID); err != nil {
+		return fmt.Errorf("lock session: %w", err)
+	}
+	return nil
+}
+
 // noticeRefusal queues notice in a refused turn's thread if the turn is
-// the first refused one since the session's last admitted turn: a burst
-// of refused messages is told once.
+// the first refused one recorded since the session's last admitted turn
+// (in recording order, whatever the messages' own order): a burst of
+// refused messages is told once. The session's lock makes refusals
+// recorded at once see each other.
 func noticeRefusal(ctx context.Context, tx pgx.Tx, turn master.Turn, notice string) error {
 	if notice == "" {
 		return nil
+	}
+	if err := lockSessionTurns(ctx, tx, turn.SessionID); err != nil {
+		return err
 	}
 	var first bool
 	if err := tx.QueryRow(ctx, `
 		SELECT NOT EXISTS (
 			SELECT 1 FROM turns r WHERE r.session_id = $1 AND r.state = 'refused' AND r.id <> $2
-			  AND r.sort_key > coalesce((SELECT max(a.sort_key) FROM turns a
-			                             WHERE a.session_id = $1 AND a.state <> 'refused'), 0))`,
+			  AND r.id > coalesce((SELECT max(a.id) FROM turns a
+			                       WHERE a.session_id = $1 AND a.state <> 'refused'), 0))`,
 		turn.SessionID, turn.ID).Scan(&first); err != nil {
 		return fmt.Errorf("refusal notice: %w", err)
 	}
