@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -261,6 +262,7 @@ const catchUpRead = 1000
 type CatchUpPoint struct {
 	SessionID int64
 	GuildID   string
+	ChannelID string // the thread's parent, for the allow lists
 	ThreadID  string
 	Started   time.Time // when the session started
 	// Last is the id of the thread's latest message recorded as a turn;
@@ -268,11 +270,15 @@ type CatchUpPoint struct {
 	Last string
 }
 
-// ThreadReader reads Discord threads' history.
+// ThreadReader reads Discord threads' history, and who wrote it.
 type ThreadReader interface {
 	// MessagesAfter returns up to limit messages of a channel posted after
 	// the message id after, oldest first.
 	MessagesAfter(ctx context.Context, channelID, after string, limit int) ([]Incoming, error)
+	// MemberRoles returns a member's role ids in a guild (messages read
+	// from history do not carry them); ErrNotFound when the user is not
+	// a member.
+	MemberRoles(ctx context.Context, guildID, userID string) ([]string, error)
 }
 
 // CatchUp records the messages posted in active sessions' threads while
@@ -316,12 +322,30 @@ func (s *Service) CatchUp(ctx context.Context, r ThreadReader, handles func(guil
 	return total, errors.Join(errs...)
 }
 
+// mayTalk applies the guild's allow list for talking to a message found
+// by the catch-up: its author's roles are looked up only when the list
+// names roles, and an author whose roles cannot be known is refused.
+func (s *Service) mayTalk(ctx context.Context, r ThreadReader, acc Access, p CatchUpPoint, m Incoming) bool {
+	if acc.Allows(AccessTalk, m.AuthorID, m.AuthorRoles, p.ChannelID) {
+		return true
+	}
+	if m.AuthorRoles != nil || !slices.ContainsFunc(acc.Rules(AccessTalk), func(a AccessRule) bool { return a.Kind == AccessRole }) {
+		return false
+	}
+	roles, err := r.MemberRoles(ctx, p.GuildID, m.AuthorID)
+	return err == nil && acc.Allows(AccessTalk, m.AuthorID, roles, p.ChannelID)
+}
+
 func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, p CatchUpPoint) (int, error) {
 	from := p.Started
 	if t := SnowflakeTime(p.Last).Add(-catchUpWindow); t.After(from) {
 		from = t
 	}
 	msgs, err := r.MessagesAfter(ctx, p.ThreadID, strconv.FormatInt(Snowflake(from)-1, 10), catchUpRead)
+	if err != nil {
+		return 0, err
+	}
+	acc, err := s.store.Access(ctx, p.GuildID)
 	if err != nil {
 		return 0, err
 	}
@@ -332,7 +356,7 @@ func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, p CatchUpPo
 		}
 		t := Turn{SessionID: p.SessionID, MessageID: m.ID, GuildID: p.GuildID, ChannelID: p.ThreadID,
 			AuthorID: m.AuthorID, Content: CleanText(m.Content), State: TurnQueued}
-		if recorded >= CatchUpMax {
+		if recorded >= CatchUpMax || !s.mayTalk(ctx, r, acc, p, m) {
 			t.State = TurnRefused
 		}
 		// The thread's queue bounds a catch-up too; its own notice below

@@ -170,7 +170,7 @@ func (s *Store) ThreadSessions(ctx context.Context, threadID string) ([]int64, e
 // Discord message of its thread recorded as a turn.
 func (s *Store) CatchUpPoints(ctx context.Context) ([]master.CatchUpPoint, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT s.id, s.guild_id, s.thread_id, s.created_at,
+		SELECT s.id, s.guild_id, s.channel_id, s.thread_id, s.created_at,
 		       coalesce((SELECT max(u.sort_key) FROM turns u
 		                 WHERE u.session_id = s.id AND u.message_id ~ '^[0-9]+$')::text, '')
 		FROM sessions s WHERE s.state = 'active' ORDER BY s.id`)
@@ -179,7 +179,7 @@ func (s *Store) CatchUpPoints(ctx context.Context) ([]master.CatchUpPoint, error
 	}
 	points, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.CatchUpPoint, error) {
 		var p master.CatchUpPoint
-		err := r.Scan(&p.SessionID, &p.GuildID, &p.ThreadID, &p.Started, &p.Last)
+		err := r.Scan(&p.SessionID, &p.GuildID, &p.ChannelID, &p.ThreadID, &p.Started, &p.Last)
 		return p, err
 	})
 	if err != nil {

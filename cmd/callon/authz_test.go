@@ -193,3 +193,27 @@ func TestAllowLists(t *testing.T) {
 		t.Errorf("bob after the list was cleared: %q", got)
 	}
 }
+
+// Messages posted while callon was away keep to the allow lists too: the
+// roles of their authors, which history does not carry, are looked up.
+func TestAllowListsHoldForCaughtUpMessages(t *testing.T) {
+	t.Parallel()
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Always(reply("ok")))))
+	general, g := w.dc.ChannelID("general"), w.dc.GuildID()
+	leads := w.dc.AddRole(g, "leads", 0)
+	bob, carol := w.dc.AddUser("bob"), w.dc.AddUser("carol")
+	w.dc.SetMemberRoles(g, carol, leads)
+	mustContain(t, "/access allow talk", w.command(general, w.dc.UserID(), 0, "access", discordtest.Subcommand("allow",
+		discordtest.StringOption("what", "talk"), discordtest.CommandOption{Name: "role", Type: discordgo.ApplicationCommandOptionRole, Value: leads})).Content, "1 rule added")
+	thread := w.team("Leads only")
+	w.stop()
+	w.dc.UserMessage(thread, bob, "sneaking in while you were away")
+	msg := w.dc.UserMessage(thread, carol, "hello from a lead")
+	w.start()
+	if got := w.waitReply(thread, msg); got != "ok" {
+		t.Errorf("the lead's message: %q", got)
+	}
+	if n := w.masterCalls(); n != 1 || w.count(`SELECT count(*) FROM turns WHERE state = 'refused' AND author_id = $1`, bob) != 1 {
+		t.Errorf("got %d master calls, want 1; bob's message refused", n)
+	}
+}
