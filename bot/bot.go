@@ -70,6 +70,7 @@ type Bot struct {
 	svc     *master.Service
 	cmds    *master.Commands
 	roles   *master.Roles
+	limits  *master.Limits
 	store   Store
 	log     *slog.Logger
 	appID   string
@@ -88,8 +89,8 @@ type Store interface {
 }
 
 // New builds the bot; Run connects it.
-func New(cfg Config, svc *master.Service, cmds *master.Commands, roles *master.Roles, store Store, logger *slog.Logger) (*Bot, error) {
-	b := &Bot{cfg: cfg, metrics: cfg.Metrics, svc: svc, cmds: cmds, roles: roles, store: store,
+func New(cfg Config, svc *master.Service, cmds *master.Commands, roles *master.Roles, limits *master.Limits, store Store, logger *slog.Logger) (*Bot, error) {
+	b := &Bot{cfg: cfg, metrics: cfg.Metrics, svc: svc, cmds: cmds, roles: roles, limits: limits, store: store,
 		log: logger.With("component", "bot"), appID: cfg.AppID}
 	if b.metrics == nil {
 		b.metrics = noMetrics{}
@@ -227,6 +228,9 @@ func (b *Bot) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 		ID: m.ID, GuildID: m.GuildID, ChannelID: m.ChannelID,
 		AuthorID: m.Author.ID, AuthorBot: m.Author.Bot, Content: m.Content,
 		Attachments: incomingAttachments(m.Attachments),
+	}
+	if m.Member != nil {
+		in.AuthorRoles = m.Member.Roles
 	}
 	log := b.log.With("shard", s.ShardID, "guild_id", in.GuildID, "channel_id", in.ChannelID, "message_id", in.ID)
 	if b.route(b.ctx, log, in) == nil {

@@ -73,10 +73,15 @@ func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goa
 		return msg
 	}
 	report := reportTo(i)
-	if msg := b.checkReportTo(ctx, report); msg != "" {
+	if msg := b.checkReportTo(ctx, i, report); msg != "" {
 		return msg
 	}
-	if threadID == "" {
+	// Refuse before opening a thread a refusal would leave empty.
+	if err := b.svc.CheckStart(ctx, master.Starter{GuildID: i.GuildID, ChannelID: parentID, UserID: i.Member.User.ID, Roles: i.Member.Roles}); err != nil {
+		return b.errorText(i, err)
+	}
+	opened := threadID == ""
+	if opened {
 		th, err := b.Channels().StartThread(ctx, parentID, threadName(goal))
 		if err != nil {
 			log.Warn("start thread", "err", err)
@@ -91,6 +96,12 @@ func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goa
 		GuildID: i.GuildID, ChannelID: parentID, ThreadID: threadID, OwnerID: i.Member.User.ID, Goal: goal, Roles: names, ReportTo: report,
 	})
 	if err != nil {
+		if opened && master.ErrorCode(err) == master.ELimit {
+			// A cap reached since the check: the thread stays empty.
+			if aerr := b.Messenger().Archive(ctx, threadID); aerr != nil {
+				log.Warn("archive the thread of a refused team", "thread_id", threadID, "err", aerr)
+			}
+		}
 		return b.errorText(i, err)
 	}
 	log.Info("session started", "session_id", sess.ID, "thread_id", threadID, "roles", len(roster))

@@ -68,3 +68,16 @@ func (b *Bot) MessagesAfter(ctx context.Context, channelID, after string, limit 
 	}
 	return out, nil
 }
+
+// MemberRoles returns a member's role ids in a guild, read over REST;
+// master.ErrNotFound when the user is not a member.
+func (b *Bot) MemberRoles(ctx context.Context, guildID, userID string) ([]string, error) {
+	m, err := b.s.GuildMember(guildID, userID, discordgo.WithContext(ctx))
+	if err != nil {
+		if code := discordCode(err); code == codeUnknownMember || code == codeUnknownUser {
+			return nil, master.ErrNotFound
+		}
+		return nil, fmt.Errorf("look up member %s: %w", userID, err)
+	}
+	return m.Roles, nil
+}

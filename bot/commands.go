@@ -19,7 +19,7 @@ type command struct {
 }
 
 // commands is the registry of every slash command, one file each.
-var commands = []command{callonCommand, teamCommand, replanCommand, dissolveCommand, rolesCommand}
+var commands = []command{callonCommand, teamCommand, replanCommand, dissolveCommand, rolesCommand, budgetCommand, accessCommand}
 
 // guildOnly restricts a command to servers (no DMs, no group DMs).
 var guildOnly = &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild}
@@ -138,3 +138,18 @@ func option(i *discordgo.InteractionCreate, name string) *discordgo.ApplicationC
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// guildPermissions is what the member who ran i may do in the whole
+// guild, computed from the guild's roles: an interaction's
+// member.permissions are the invoking channel's, overwrites included, and
+// say nothing of the guild.
+func (b *Bot) guildPermissions(ctx context.Context, i *discordgo.InteractionCreate) (int64, error) {
+	m, err := b.Channels().GuildMember(ctx, i.GuildID, "", i.Member.User.ID)
+	if err != nil {
+		return 0, fmt.Errorf("guild permissions: %w", err)
+	}
+	return m.Permissions, nil
+}
+
+// notGuildAdmin answers a member who may not change guild-wide settings.
+const notGuildAdmin = "This needs the **Manage Server** permission (or Administrator) in the server itself; a permission in one channel is not enough."

@@ -156,6 +156,16 @@ func (b *Bot) runRoles(ctx context.Context, i *discordgo.InteractionCreate, sub 
 	scope := master.RoleScope{GuildID: i.GuildID, ChannelID: channelID}
 	if o := sub.GetOption("scope"); o != nil && o.StringValue() == "guild" {
 		scope.ChannelID = ""
+		// The whole server's roles change every channel's teams: that
+		// takes the server-level permission, not a channel's.
+		perms, err := b.guildPermissions(ctx, i)
+		if err != nil {
+			return "", err
+		}
+		if !master.MayManageGuild(perms) {
+			return "", &master.Error{Code: master.ENotAllowed, Err: master.ErrNotAllowed,
+				Message: "Changing the whole server's roles needs the **Manage Server** permission (or Administrator) in the server itself; managing a channel is not enough. You can still change this channel's roles."}
+		}
 	}
 	before, err := b.roles.Resolve(ctx, i.GuildID, channelID)
 	if err != nil {

@@ -73,6 +73,7 @@ type Config struct {
 	HandBack    HandBack
 	Webhook     Webhook
 	Attachments Attachments
+	Caps        Caps
 
 	// Warnings are problems that do not stop callon: deprecated names,
 	// a database that is probably not the one meant. Log them at start.
@@ -153,16 +154,15 @@ func Load(getenv func(string) string) Config {
 	c.HandBack = p.handBack()
 	c.Webhook = p.webhook()
 	c.Attachments = p.attachments()
+	c.Caps = p.caps()
 	c.errs, c.Warnings = p.errs, p.warnings
 	if db := databaseName(c.DatabaseURL); db == "postgres" {
 		c.Warnings = append(c.Warnings, "DATABASE_URL names the database \"postgres\", Postgres's maintenance database: "+
 			"callon's tables would be created there; create a database for callon (createdb callon) and name it instead")
 	}
-	if c.DatabaseURL != "" {
-		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-			// The raw value may hold a password: describe it, never echo it.
-			c.errs = append(c.errs, fieldError("DATABASE_URL", "must be a postgres:// URL"))
-		}
+	if c.DatabaseURL != "" && !checkDSN(c.DatabaseURL) {
+		// The raw value may hold a password: describe it, never echo it.
+		c.errs = append(c.errs, fieldError("DATABASE_URL", "must be a postgres:// URL or a keyword/value string (host=… dbname=…)"))
 	}
 	return c
 }
@@ -266,25 +266,18 @@ func (c Config) attrs() []slog.Attr {
 		slog.Int64("attachment_max_file", c.Attachments.MaxFile),
 		slog.Int64("attachment_max_message", c.Attachments.MaxMessage),
 		slog.String("vision_models", strings.Join(c.Attachments.VisionModels, ",")),
+		slog.Int("max_user_sessions", c.Caps.MaxUserSessions),
+		slog.Int64("guild_daily_tokens", c.Caps.GuildDailyTokens),
+		slog.Int("max_queued_turns", c.Caps.MaxQueuedTurns),
+		slog.Int("user_turns_per_minute", c.Caps.UserTurnsPerMinute),
+		slog.String("prices", c.Caps.pricesString()),
+		slog.String("retention", c.Caps.Retention.String()),
 	}
 }
 
 // Heartbeat is how often a worker extends its lease: a third of it, so two
 // heartbeats can be lost before a lease lapses.
 func (l Limits) Heartbeat() time.Duration { return l.TaskLease / 3 }
-
-// RedactURL returns u with any password replaced by "xxxxx". A value that
-// does not parse is replaced whole, since it might be a password itself.
-func RedactURL(u string) string {
-	if u == "" {
-		return ""
-	}
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(unparseable, redacted)"
-	}
-	return p.Redacted()
-}
 
 func redact(secret string) string {
 	if secret == "" {

@@ -7,7 +7,7 @@ import "fmt"
 type HandBack struct {
 	Dispatch          bool // CALLON_DISPATCH: masters may start teams in other channels
 	DispatchDepth     int  // CALLON_DISPATCH_DEPTH: 1 means a dispatched team cannot dispatch again
-	MaxActiveSessions int  // CALLON_MAX_ACTIVE_SESSIONS: active teams per guild; dispatch is refused beyond
+	MaxActiveSessions int  // CALLON_MAX_ACTIVE_SESSIONS: active teams per guild, for /callon and dispatch alike
 	ReportCap         int  // CALLON_REPORT_CAP: reports between two teams per hour
 }
 

@@ -162,6 +162,9 @@ func (c *Client) Chat(ctx context.Context, req master.ChatRequest) (master.ChatR
 	if err != nil {
 		return master.ChatResponse{}, fmt.Errorf("%s: %w", op, err)
 	}
+	// Priced by the model asked for: the name the operator's prices use,
+	// whatever dated variant the server reports.
+	out.Usage.Model = req.Model
 	c.logger.DebugContext(ctx, "chat completed", "model", req.Model, "attempts", attempts,
 		"duration", time.Since(start), "prompt_tokens", out.Usage.PromptTokens,
 		"completion_tokens", out.Usage.CompletionTokens, "tool_calls", len(out.ToolCalls))

@@ -79,7 +79,7 @@ func TestChatMapsRequestAndResponse(t *testing.T) {
 			{Name: "delegate", Arguments: `{"tasks":[{"instruction":"draft","role":"writer"}]}`},
 			{Name: "reply", Arguments: `{"text":"on it"}`},
 		},
-		Usage: master.Usage{PromptTokens: 120, CompletionTokens: 30},
+		Usage: master.Usage{PromptTokens: 120, CompletionTokens: 30, Model: masterRequest().Model},
 	}
 	for i := range resp.ToolCalls {
 		if resp.ToolCalls[i].ID == "" {

@@ -37,6 +37,11 @@ type CommandStore interface {
 	Dissolve(ctx context.Context, sessionID int64, summary string, final *NewReport) error
 	// HandBack tells how many reports a session sent, and its last answer.
 	HandBack(ctx context.Context, sessionID int64) (sent int, lastAnswer string, err error)
+	// CheckSpend returns a *BudgetError when the session's budget, or
+	// its guild's of the day, is spent (see OrchestratorStore).
+	CheckSpend(ctx context.Context, sessionID int64, pending int64, def Budget) error
+	// AddUsage charges tokens to the session.
+	AddUsage(ctx context.Context, sessionID int64, u Usage) error
 }
 
 // SessionStats is what a team did, for its closing summary.
@@ -58,6 +63,10 @@ type CommandsConfig struct {
 	// other processes learn it from the wake-up the store sends.
 	CancelSession func(sessionID int64)
 	Now           func() time.Time
+	// Budget is the deployment's token budgets: /replan calls no model
+	// for a team past one. Prices price what /team shows.
+	Budget Budget
+	Prices Prices
 }
 
 // Commands implements /team, /replan and /dissolve.
@@ -118,6 +127,8 @@ func (c *Commands) Team(ctx context.Context, threadID string) (Embed, error) {
 		return Embed{}, err
 	}
 	v.Now = c.cfg.Now()
+	v.Budget = effective(v.Spend.Budget, c.cfg.Budget.SessionTokens)
+	v.Cost = c.cfg.Prices.Cost(v.Spend.ByModel)
 	return RenderTeam(v, c.cfg.WorkerModel), nil
 }
 
@@ -138,6 +149,15 @@ func (c *Commands) Replan(ctx context.Context, s Session, a Actor, instruction s
 	var usage Usage
 	var d decision
 	for attempt := 0; ; attempt++ {
+		if err := c.store.CheckSpend(ctx, s.ID, usage.Total(), c.cfg.Budget); err != nil {
+			if uerr := c.store.AddUsage(ctx, s.ID, usage); uerr != nil { // what the first attempt used
+				c.log.Warn("charge tokens", "session_id", s.ID, "err", uerr)
+			}
+			if errors.Is(err, ErrBudget) {
+				return "", &Error{Code: ELimit, Message: BudgetText(err), Err: err}
+			}
+			return "", err
+		}
 		resp, err := c.llm.Chat(ctx, ChatRequest{Model: c.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"})
 		if err != nil {
 			return "", fmt.Errorf("replan model call: %w", err)

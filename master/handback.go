@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,8 +32,13 @@ func (o *Orchestrator) reportBack(ctx context.Context, g Guard, s Session, summa
 }
 
 // dispatch starts a team in another channel that reports back to this
-// session's thread, and says what happened.
-func (o *Orchestrator) dispatch(ctx context.Context, from Session, turnID int64, ref, goal string) string {
+// session's thread, and says what happened. The turn's author (for a
+// turn without one, a report's or a brief's, the team's owner) must be
+// able to see and post in that channel, and be allowed to start teams
+// there: a message, or a prompt injected into one, cannot make the team
+// reach a channel its author cannot.
+func (o *Orchestrator) dispatch(ctx context.Context, from Session, turn Turn, ref, goal string) string {
+	turnID := turn.ID
 	log := o.log.With("session_id", from.ID, "turn_id", turnID)
 	if from.DispatchDepth >= o.cfg.DispatchDepth {
 		o.cfg.Metrics.LimitHit(LimitDispatchDepth)
@@ -55,14 +61,29 @@ func (o *Orchestrator) dispatch(ctx context.Context, from Session, turnID int64,
 		log.Error("find dispatched team", "err", err)
 		return "Refused: internal error; try again later."
 	}
-	n, err := o.store.ActiveSessions(ctx, from.GuildID)
-	if err != nil {
-		log.Error("count active sessions", "err", err)
-		return "Refused: internal error; try again later."
+	author := cmp.Or(turn.AuthorID, from.OwnerID)
+	m, err := o.cfg.Guilds.GuildMember(ctx, from.GuildID, ch.ID, author)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "Refused: the person who sent this message is no longer a member of this server."
+	case err != nil:
+		log.Warn("look up the sender's permissions", "channel_id", ch.ID, "err", err)
+		return fmt.Sprintf("Refused: I could not check whether the person who sent this message may post in <#%s>; try again later.", ch.ID)
+	case !MayPost(m.Permissions, false):
+		log.Info("dispatch refused: the sender may not post there", "channel_id", ch.ID, "user_id", author)
+		return fmt.Sprintf("Refused: the person who sent this message cannot see and post in <#%s>, so this team may not start a team there for them.", ch.ID)
 	}
-	if n >= o.cfg.MaxActiveSessions {
-		o.cfg.Metrics.LimitHit(LimitActiveSessions)
-		return fmt.Sprintf("Refused: this server already has %d active teams, the most allowed.", n)
+	err = o.cfg.Service.CheckStart(ctx, Starter{GuildID: from.GuildID, ChannelID: ch.ID, UserID: author, Roles: m.Roles, OwnerID: from.OwnerID})
+	if err != nil {
+		if ErrorCode(err) == EInternal {
+			log.Error("check start", "err", err)
+			return "Refused: internal error; try again later."
+		}
+		var ce *CapError
+		if errors.As(err, &ce) {
+			o.cfg.Metrics.LimitHit(LimitActiveSessions)
+		}
+		return "Refused: " + ErrorMessage(err)
 	}
 	if err := o.cfg.Channels.CanPost(ctx, ch.ID); err != nil {
 		return fmt.Sprintf("Refused: I may not post or open threads in <#%s>.", ch.ID)
@@ -79,6 +100,9 @@ func (o *Orchestrator) dispatch(ctx context.Context, from Session, turnID int64,
 			"When you have the result the requester needs, send it with report_back, then reply here.",
 			from.ThreadID, oneLine(from.Goal, 300), goal),
 	})
+	if ErrorCode(err) == ELimit {
+		return "Refused: " + ErrorMessage(err) // a cap reached since the check
+	}
 	if err != nil {
 		log.Error("start dispatched session", "err", err)
 		return "Refused: the team could not be started because of an internal error."

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 )
@@ -69,15 +70,19 @@ type ChatResponse struct {
 	Usage     Usage
 }
 
-// Usage counts the tokens of one or more calls.
+// Usage counts the tokens of one or more calls to one model.
 type Usage struct {
 	PromptTokens     int64
 	CompletionTokens int64
+	// Model is the model the tokens were used on, for pricing; "" when
+	// not known. A charge is one model's: the master's calls, or one
+	// task's.
+	Model string
 }
 
-// Add returns the sum of two usages.
+// Add returns the sum of two usages, of u's model (v's when u has none).
 func (u Usage) Add(v Usage) Usage {
-	return Usage{u.PromptTokens + v.PromptTokens, u.CompletionTokens + v.CompletionTokens}
+	return Usage{u.PromptTokens + v.PromptTokens, u.CompletionTokens + v.CompletionTokens, cmp.Or(u.Model, v.Model)}
 }
 
 // Total is prompt plus completion tokens.

@@ -45,7 +45,8 @@ const (
 const (
 	LimitMasterCalls    = "master_calls"    // CALLON_MAX_MASTER_CALLS: a turn's apology
 	LimitRounds         = "rounds"          // CALLON_MAX_ROUNDS: the master must reply
-	LimitSessionTokens  = "session_tokens"  // CALLON_MAX_SESSION_TOKENS: the master must reply
+	LimitSessionTokens  = "session_tokens"  // a team's token budget: the bot answers without the model
+	LimitGuildTokens    = "guild_tokens"    // CALLON_GUILD_DAILY_TOKENS: the bot answers without the model
 	LimitCatchUp        = "catch_up"        // CatchUpMax: messages refused by a catch-up
 	LimitActiveSessions = "active_sessions" // CALLON_MAX_ACTIVE_SESSIONS: a dispatch refused
 	LimitReportCap      = "report_cap"      // CALLON_REPORT_CAP: a report refused

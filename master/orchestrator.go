@@ -13,15 +13,18 @@ import (
 
 // OrchestratorConfig tunes the orchestrator. Zero values take the documented defaults.
 type OrchestratorConfig struct {
-	Owner         string // this process, for master leases
-	Model         string // the master's model
-	MaxRounds     int    // delegation rounds per turn
-	MaxTasks      int    // tasks per round
-	MaxRoles      int    // roles per team
-	History       int    // recent exchanges shown verbatim
-	SessionTokens int64  // per-session token budget; 0 means none
-	Lease         time.Duration
-	Poll          time.Duration // fallback poll when no wake-up comes
+	Owner     string // this process, for master leases
+	Model     string // the master's model
+	MaxRounds int    // delegation rounds per turn
+	MaxTasks  int    // tasks per round
+	MaxRoles  int    // roles per team
+	History   int    // recent exchanges shown verbatim
+	// Budget is the deployment's token budgets, which admins may change
+	// per guild and per team: once one is spent, the master's model is
+	// not called for the session.
+	Budget Budget
+	Lease  time.Duration
+	Poll   time.Duration // fallback poll when no wake-up comes
 	// A decision that fails (its model cannot be reached, or a step
 	// fails) is retried up to Retries times, with backoff (from
 	// RetryDelay, doubling, for an unreachable model), before the turn
@@ -35,12 +38,17 @@ type OrchestratorConfig struct {
 	Wake        <-chan string // hints from the store's listener
 
 	// Hand-back across channels.
-	Dispatch          bool     // offer the dispatch tool
-	DispatchDepth     int      // a session this many dispatches deep cannot dispatch
-	MaxActiveSessions int      // per guild; dispatch is refused at the cap
-	ReportCap         int      // reports between two sessions per hour
-	Channels          Channels // Discord, for dispatch
-	Service           *Service // starts dispatched sessions
+	Dispatch      bool     // offer the dispatch tool
+	DispatchDepth int      // a session this many dispatches deep cannot dispatch
+	ReportCap     int      // reports between two sessions per hour
+	Channels      Channels // Discord, for dispatch
+	Service       *Service // starts dispatched sessions, within its caps and allow lists
+
+	// Guilds tells what the author of a turn may do in Discord: dispatch
+	// needs them to see and post in the target channel, and replan to be
+	// allowed /replan for anything beyond the catalog. Without it, both
+	// are refused.
+	Guilds Guilds
 
 	// Catalog, when set, gives a channel's configured roles: a role that
 	// replan adds under one of those names takes its prompt and model.
@@ -64,9 +72,8 @@ func (c OrchestratorConfig) withDefaults() OrchestratorConfig {
 	c.RetryDelay = cmp.Or(c.RetryDelay, 30*time.Second)
 	c.MaxCalls = cmp.Or(c.MaxCalls, DefaultMaxCalls)
 	c.DispatchDepth = cmp.Or(c.DispatchDepth, 1)
-	c.MaxActiveSessions = cmp.Or(c.MaxActiveSessions, 20)
 	c.ReportCap = cmp.Or(c.ReportCap, 10)
-	c.Dispatch = c.Dispatch && c.Channels != nil && c.Service != nil
+	c.Dispatch = c.Dispatch && c.Channels != nil && c.Service != nil && c.Guilds != nil
 	if c.Metrics == nil {
 		c.Metrics = NoMetrics{}
 	}
@@ -106,6 +113,10 @@ type OrchestratorStore interface {
 	// CountMasterCall counts a master model call on the guarded turn
 	// before it is made; ErrCeiling when max calls were made already.
 	CountMasterCall(ctx context.Context, g Guard, max int) (int, error)
+	// CheckSpend returns a *BudgetError when the session's token budget,
+	// or its guild's of the day, is spent, counting pending tokens used
+	// but not charged yet; def gives the budgets admins did not set.
+	CheckSpend(ctx context.Context, sessionID int64, pending int64, def Budget) error
 	// AbandonTurn ends the guarded turn (any round) with text as its
 	// reply unless it has one: the last resort.
 	AbandonTurn(ctx context.Context, g Guard, text string) error
@@ -124,8 +135,6 @@ type OrchestratorStore interface {
 	// DispatchedByTurn returns the session a turn dispatched to a
 	// channel, or ErrNotFound.
 	DispatchedByTurn(ctx context.Context, turnID int64, channelID string) (Session, error)
-	// ActiveSessions counts a guild's active sessions.
-	ActiveSessions(ctx context.Context, guildID string) (int, error)
 	// AddUsage charges tokens to the session.
 	AddUsage(ctx context.Context, sessionID int64, u Usage) error
 }
@@ -467,23 +476,30 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, boo
 		attachments: atts,
 		vision:      o.cfg.Vision,
 	}
-	switch {
-	case turn.Round >= o.cfg.MaxRounds:
+	if turn.Round >= o.cfg.MaxRounds {
 		tc.mustReply = fmt.Sprintf("You have used all %d rounds of delegation for this message.", o.cfg.MaxRounds)
 		o.cfg.Metrics.LimitHit(LimitRounds)
-	case o.cfg.SessionTokens > 0 && session.Usage.Total() >= o.cfg.SessionTokens:
-		tc.mustReply = "This session has used its token budget."
-		o.cfg.Metrics.LimitHit(LimitSessionTokens)
 	}
 	g := Guard{SessionID: sessionID, TurnID: turn.ID, Round: turn.Round, Owner: o.cfg.Owner}
 	return &turn, true, o.decide(ctx, g, tc)
 }
 
-// chat is the only way the orchestrator calls its model: each call is
-// counted on the turn first, and refused with ErrCeiling once the turn
-// has made MaxCalls, so no path, present or future, can call the model
-// for one turn without bound. A failed call comes back *unreachable.
-func (o *Orchestrator) chat(ctx context.Context, g Guard, req ChatRequest) (ChatResponse, error) {
+// chat is the only way the orchestrator calls its model. Before each
+// call it checks the session's budgets, counting pending, the tokens this
+// decision used and has not charged yet (a *BudgetError once one is
+// spent), and counts the call on the turn (ErrCeiling once the turn has
+// made MaxCalls). So no path, present or future, can call the model for a
+// session past its budget, or for one turn without bound: at most the
+// call that crossed a budget overshoots it. A failed call comes back
+// *unreachable.
+func (o *Orchestrator) chat(ctx context.Context, g Guard, req ChatRequest, pending Usage) (ChatResponse, error) {
+	if err := o.store.CheckSpend(ctx, g.SessionID, pending.Total(), o.cfg.Budget); err != nil {
+		var be *BudgetError
+		if errors.As(err, &be) {
+			o.cfg.Metrics.LimitHit(cmp.Or(map[bool]string{true: LimitGuildTokens}[be.Guild], LimitSessionTokens))
+		}
+		return ChatResponse{}, err
+	}
 	n, err := o.store.CountMasterCall(ctx, g, o.cfg.MaxCalls)
 	if err != nil {
 		return ChatResponse{}, err
@@ -495,6 +511,7 @@ func (o *Orchestrator) chat(ctx context.Context, g Guard, req ChatRequest) (Chat
 	if err != nil {
 		return resp, &unreachable{err}
 	}
+	resp.Usage.Model = cmp.Or(resp.Usage.Model, req.Model)
 	return resp, nil
 }
 
@@ -524,11 +541,15 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err
 	for {
 		env.roster = tc.roster
 		tools := masterTools(env)
-		resp, err := o.chat(ctx, g, ChatRequest{Model: o.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"})
+		resp, err := o.chat(ctx, g, ChatRequest{Model: o.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"}, usage)
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
 			return ctx.Err()
+		case errors.Is(err, ErrBudget):
+			// The bot answers itself: no model is called past a budget.
+			log.Info("budget spent; answering without the model", "err", err)
+			return o.finish(ctx, g, OutReply, TurnDone, BudgetText(err), usage)
 		case errors.Is(err, ErrCeiling):
 			log.Error("master call ceiling reached; ending the turn", "max_calls", o.cfg.MaxCalls)
 			o.cfg.Metrics.LimitHit(LimitMasterCalls)
@@ -582,14 +603,19 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err
 				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: o.reportBack(ctx, g, tc.session, d.text)})
 				acted = true
 			case ToolDispatch:
-				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: o.dispatch(ctx, tc.session, g.TurnID, d.channel, d.goal)})
+				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: o.dispatch(ctx, tc.session, tc.turn, d.channel, d.goal)})
 				acted = true
 			case ToolReplan:
-				roster, err := o.replan(ctx, g, tc.session, tc.roster, d, usage)
+				roster, refusal, err := o.replan(ctx, g, tc, d, usage)
 				if err != nil {
 					return err
 				}
-				usage, tc.roster, acted = Usage{}, roster, true
+				acted = true
+				if refusal != "" {
+					msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: refusal})
+					continue
+				}
+				usage, tc.roster = Usage{}, roster
 				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: "The team is now: " + strings.Join(RoleNames(roster), ", ") + ". Continue."})
 			}
 		}
@@ -607,19 +633,70 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err
 }
 
 // replan applies a replan decision within a turn and returns the roster.
-// A role it adds under a name the channel configures takes that role's
-// prompt and model.
-func (o *Orchestrator) replan(ctx context.Context, g Guard, s Session, old []Role, d decision, usage Usage) ([]Role, error) {
-	roster, err := rosterAfter(ctx, o.cfg.Catalog, s, old, d.roles)
+// A role it adds takes its definition from the channel's catalog when the
+// catalog has its name. Unless the turn's author may /replan the team, it
+// may only pick: every role must be on the team or in the catalog, and
+// keeps its definition there (the model's descriptions are ignored), so a
+// message cannot invent a role with a prompt of its own; otherwise it
+// returns the refusal to tell the model.
+func (o *Orchestrator) replan(ctx context.Context, g Guard, tc turnContext, d decision, usage Usage) (roster []Role, refusal string, err error) {
+	s := tc.session
+	catalog, err := catalogOf(ctx, o.cfg.Catalog, s)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	sketch := d.roles
+	if !o.mayReplan(ctx, s, tc.turn) {
+		var unknown []string
+		sketch = make([]Role, len(d.roles))
+		for i, r := range d.roles {
+			def, ok := findRole(tc.roster, r.Name)
+			if !ok {
+				def, ok = findRole(catalog, r.Name)
+			}
+			if !ok {
+				unknown = append(unknown, r.Name)
+			}
+			sketch[i] = Role{Name: r.Name, Description: def.Description}
+		}
+		if len(unknown) > 0 {
+			o.log.Info("replan refused: roles beyond the catalog", "session_id", g.SessionID, "turn_id", g.TurnID, "roles", unknown)
+			return nil, fmt.Sprintf("Refused: %s %s not among this channel's roles. The person who sent this message may not "+
+				"reorganize the team beyond them (the team's owner and members who can manage threads may, with /replan), "+
+				"so pick only from: %s. Or carry on with the team as it is.",
+				strings.Join(unknown, ", "), plural(len(unknown), "is", "are"), strings.Join(RoleNames(catalog), ", ")), nil
+		}
+	}
+	roster = MergeRoster(tc.roster, sketch, catalog)
 	removed, err := o.store.Replan(ctx, g, roster, usage)
 	if err != nil {
-		return nil, fmt.Errorf("replan: %w", err)
+		return nil, "", fmt.Errorf("replan: %w", err)
 	}
 	o.log.Info("replanned", "session_id", g.SessionID, "turn_id", g.TurnID, "roles", RoleNames(roster), "removed", removed, "reason", d.reason)
-	return roster, nil
+	return roster, "", nil
+}
+
+// mayReplan reports whether a turn's author may reorganize the team as
+// /replan may: its owner, or a member who may manage threads in its
+// channel. A turn with no author (a report's, a brief's) may not, nor
+// one whose author cannot be looked up.
+func (o *Orchestrator) mayReplan(ctx context.Context, s Session, turn Turn) bool {
+	switch {
+	case turn.AuthorID == "":
+		return false
+	case turn.AuthorID == s.OwnerID:
+		return true
+	case o.cfg.Guilds == nil:
+		return false
+	}
+	m, err := o.cfg.Guilds.GuildMember(ctx, s.GuildID, s.ChannelID, turn.AuthorID)
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			o.log.Warn("look up the sender's permissions for replan", "session_id", s.ID, "err", err)
+		}
+		return false
+	}
+	return Actor{UserID: turn.AuthorID, Permissions: m.Permissions}.MayManage(s)
 }
 
 // end finishes the turn with outcome (a question, or a reply of any

@@ -75,6 +75,9 @@ type TurnStatus struct {
 	StartedAt time.Time
 	// RepliedAt is when the reply's first part was sent; zero before.
 	RepliedAt time.Time
+	// Spent is the session's usage by model, read for a turn whose
+	// status message settles.
+	Spent []Usage
 }
 
 // Progress is a worker's latest progress note.

@@ -71,5 +71,5 @@ func TestStatusGolden(t *testing.T) {
 		t.Errorf("status shows a worker's result:\n%s", got)
 	}
 	ts.Turn.State, ts.RepliedAt = TurnDone, start.Add(75*time.Second)
-	golden.Check(t, "status.golden", got+"\n---\n"+SettledStatus(ts)+"\n")
+	golden.Check(t, "status.golden", got+"\n---\n"+SettledStatus(ts, nil)+"\n")
 }

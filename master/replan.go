@@ -60,6 +60,16 @@ type CatalogFunc func(ctx context.Context, guildID, channelID string) ([]Role, e
 // the sketch's roles, merged with the old roster and the channel's
 // catalog (see MergeRoster).
 func rosterAfter(ctx context.Context, catalog CatalogFunc, s Session, old, sketch []Role) ([]Role, error) {
+	roles, err := catalogOf(ctx, catalog, s)
+	if err != nil {
+		return nil, err
+	}
+	return MergeRoster(old, sketch, roles), nil
+}
+
+// catalogOf is the roles a team's channel offers: its configured roster
+// (see Roles.Roster), then the built-in roles it does not name.
+func catalogOf(ctx context.Context, catalog CatalogFunc, s Session) ([]Role, error) {
 	var roles []Role
 	if catalog != nil {
 		var err error
@@ -67,7 +77,20 @@ func rosterAfter(ctx context.Context, catalog CatalogFunc, s Session, old, sketc
 			return nil, fmt.Errorf("channel roles: %w", err)
 		}
 	}
-	return MergeRoster(old, sketch, roles), nil
+	for _, r := range DefaultRoles() {
+		if _, ok := findRole(roles, r.Name); !ok {
+			roles = append(roles, r)
+		}
+	}
+	return roles, nil
+}
+
+// findRole returns the role of roster named name.
+func findRole(roster []Role, name string) (Role, bool) {
+	if i := slices.IndexFunc(roster, func(r Role) bool { return r.Name == name }); i >= 0 {
+		return roster[i], true
+	}
+	return Role{}, false
 }
 
 // MergeRoster applies a replan's sketch: names that stay keep their

@@ -1,9 +1,11 @@
 package master
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,8 +21,14 @@ type SessionStore interface {
 	// StartSession creates the session with its roster and kickoff message
 	// in one transaction, and with brief, when not empty, a first turn
 	// that sets the team to work at once (a dispatched team). It returns
-	// ErrSessionActive when the thread has a session already.
-	StartSession(ctx context.Context, s Session, roster []Role, kickoff, brief string) (Session, error)
+	// ErrSessionActive when the thread has a session already, and a
+	// *CapError when caps refuse it (counted atomically).
+	StartSession(ctx context.Context, s Session, roster []Role, kickoff, brief string, caps SessionCaps) (Session, error)
+	// CheckCaps returns a *CapError when caps would refuse a new session
+	// of owner in the guild now.
+	CheckCaps(ctx context.Context, guildID, ownerID string, caps SessionCaps) error
+	// Access returns a guild's allow lists.
+	Access(ctx context.Context, guildID string) (Access, error)
 	// ActiveSession returns the active session of a thread, or ErrNotFound.
 	ActiveSession(ctx context.Context, threadID string) (Session, error)
 	// CatchUpPoints lists every active session with where its thread's
@@ -31,14 +39,28 @@ type SessionStore interface {
 	// RecordTurn stores a user message as a queued turn, idempotently on
 	// its message id: created is false when the message was seen before.
 	// A turn of the session that waited for the user's answer is closed.
-	// The message's files are recorded with it.
-	RecordTurn(ctx context.Context, t Turn) (turn Turn, created bool, err error)
+	// A turn given as refused, or that admission refuses, is recorded
+	// refused (its State says so), with a notice once per burst. The
+	// message's files are recorded with it.
+	RecordTurn(ctx context.Context, t Turn, a Admission) (turn Turn, created bool, err error)
 	// Roster returns a session's roles.
 	Roster(ctx context.Context, sessionID int64) ([]Role, error)
 }
 
+// ServiceConfig bounds what people may start. Zero values mean no bound.
+type ServiceConfig struct {
+	Caps SessionCaps // active teams per guild and per person
+	// MaxQueued bounds a thread's messages waiting or being answered;
+	// beyond it they are refused.
+	MaxQueued int
+	// UserPerMinute bounds the messages one person may send teams of a
+	// guild per minute; beyond it they are refused.
+	UserPerMinute int
+}
+
 // Service is the entry point the bot calls with what people do in Discord.
 type Service struct {
+	cfg    ServiceConfig
 	store  SessionStore
 	roster func(ctx context.Context, guildID, channelID string) ([]Role, error)
 	attach AttachmentPolicy
@@ -46,11 +68,38 @@ type Service struct {
 
 // NewService returns the service. roster resolves the roles available in a
 // channel; nil means the built-in defaults.
-func NewService(store SessionStore, roster func(ctx context.Context, guildID, channelID string) ([]Role, error)) *Service {
+func NewService(cfg ServiceConfig, store SessionStore, roster func(ctx context.Context, guildID, channelID string) ([]Role, error)) *Service {
 	if roster == nil {
 		roster = func(context.Context, string, string) ([]Role, error) { return DefaultRoles(), nil }
 	}
-	return &Service{store: store, roster: roster}
+	return &Service{cfg: cfg, store: store, roster: roster}
+}
+
+// Starter is who starts a team, and where: the channel the team lives in
+// (a thread's parent), for the allow lists.
+type Starter struct {
+	GuildID   string
+	ChannelID string
+	UserID    string
+	Roles     []string // the member's role ids
+	// OwnerID is whose team it is, for the caps: the dispatching team's
+	// owner for a dispatched team; "" means UserID.
+	OwnerID string
+}
+
+// CheckStart says, as an *Error a person may read, why a team may not be
+// started now: the guild's allow lists, or a cap on active teams. Call it
+// before work a refusal would waste; StartSession enforces the caps again,
+// atomically.
+func (s *Service) CheckStart(ctx context.Context, st Starter) error {
+	acc, err := s.store.Access(ctx, st.GuildID)
+	if err != nil {
+		return fmt.Errorf("check start: %w", err)
+	}
+	if !acc.Allows(AccessStart, st.UserID, st.Roles, st.ChannelID) {
+		return &Error{Code: ENotAllowed, Err: ErrNotAllowed, Message: notAllowedText(AccessStart)}
+	}
+	return CapRefusal(s.store.CheckCaps(ctx, st.GuildID, cmp.Or(st.OwnerID, st.UserID), s.cfg.Caps))
 }
 
 // WithAttachments sets which files of messages are downloaded (the
@@ -94,7 +143,8 @@ type NewSession struct {
 }
 
 // StartSession creates the team and queues its kickoff message.
-// ErrSessionActive when the thread already has a team.
+// ErrSessionActive when the thread already has a team; an *Error wrapping
+// a *CapError when a cap on active teams refuses it.
 func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Role, error) {
 	goal, err := CheckGoal(n.Goal)
 	if err != nil {
@@ -113,7 +163,10 @@ func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Ro
 		GuildID: n.GuildID, ChannelID: n.ChannelID, ThreadID: n.ThreadID,
 		OwnerID: n.OwnerID, Goal: goal, State: SessionActive, ReportTo: n.ReportTo,
 		DispatchedBy: n.DispatchedBy, DispatchedTurn: n.DispatchedTurn, DispatchDepth: n.DispatchDepth,
-	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0), n.Brief)
+	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0), n.Brief, s.cfg.Caps)
+	if errors.Is(err, ErrCapped) {
+		return Session{}, nil, CapRefusal(err)
+	}
 	if errors.Is(err, ErrSessionActive) {
 		return Session{}, nil, &Error{Code: EConflict, Err: err,
 			Message: "This thread already has an active team: talk to it here, or end it with `/dissolve` first."}
@@ -143,11 +196,14 @@ func Kickoff(goal, ownerID string, roster []Role, reportTo string, dispatched bo
 
 // Incoming is a message posted in Discord.
 type Incoming struct {
-	ID          string
-	GuildID     string
-	ChannelID   string
-	AuthorID    string
-	AuthorBot   bool
+	ID        string
+	GuildID   string
+	ChannelID string
+	AuthorID  string
+	AuthorBot bool
+	// AuthorRoles are the author's role ids in the guild, for the allow
+	// lists.
+	AuthorRoles []string
 	Content     string
 	Attachments []IncomingAttachment
 }
@@ -157,8 +213,11 @@ func (m Incoming) empty() bool { return strings.TrimSpace(m.Content) == "" && le
 
 // HandleMessage routes a message to its session's master. Messages from
 // bots (this one included), outside session threads, without text or
-// files, or redelivered are ignored. It returns the message's turn (new,
-// or recorded before), or a zero Turn when the message is not for a team.
+// files, or redelivered are ignored. A message the guild's allow lists
+// refuse, or beyond the thread's queue or its author's rate, is recorded
+// as a refused turn, never answered; the thread is told once per burst.
+// It returns the message's turn (new, or recorded before), or a zero Turn
+// when the message is not for a team.
 func (s *Service) HandleMessage(ctx context.Context, m Incoming) (Turn, error) {
 	if m.AuthorBot || m.empty() {
 		return Turn{}, nil
@@ -170,11 +229,18 @@ func (s *Service) HandleMessage(ctx context.Context, m Incoming) (Turn, error) {
 	if err != nil {
 		return Turn{}, fmt.Errorf("find session: %w", err)
 	}
+	acc, err := s.store.Access(ctx, m.GuildID)
+	if err != nil {
+		return Turn{}, fmt.Errorf("access: %w", err)
+	}
 	t, err := s.newTurn(ctx, sess.ID, m.GuildID, m.ChannelID, m)
 	if err != nil {
 		return Turn{}, err
 	}
-	t, _, err = s.store.RecordTurn(ctx, t)
+	if !acc.Allows(AccessTalk, m.AuthorID, m.AuthorRoles, sess.ChannelID) {
+		t.State = TurnRefused
+	}
+	t, _, err = s.store.RecordTurn(ctx, t, s.admission())
 	if err != nil {
 		return Turn{}, fmt.Errorf("record turn: %w", err)
 	}
@@ -196,6 +262,21 @@ func (s *Service) newTurn(ctx context.Context, sessionID int64, guildID, channel
 	return t, nil
 }
 
+// admission is how a message in a thread is admitted, with what the
+// thread is told, once per burst, when one is not.
+func (s *Service) admission() Admission {
+	a := Admission{MaxOpen: s.cfg.MaxQueued, PerMinute: s.cfg.UserPerMinute, Refused: notAllowedText(AccessTalk)}
+	if a.MaxOpen > 0 {
+		a.QueueFull = fmt.Sprintf("⏳ This team already has %d messages to answer, so it is not taking new ones for now: "+
+			"messages sent until it catches up will not be answered. Please send again what still matters once it has replied.", a.MaxOpen)
+	}
+	if a.PerMinute > 0 {
+		a.RateLimited = fmt.Sprintf("⏳ One person may send callon teams at most %d messages a minute; "+
+			"the ones over that will not be answered. Please send again what still matters in a minute.", a.PerMinute)
+	}
+	return a
+}
+
 // CatchUpMax bounds how many messages one thread's catch-up turns into
 // turns; the ones beyond are recorded as refused, and one notice in the
 // thread says so.
@@ -213,6 +294,7 @@ const catchUpRead = 1000
 type CatchUpPoint struct {
 	SessionID int64
 	GuildID   string
+	ChannelID string // the thread's parent, for the allow lists
 	ThreadID  string
 	Started   time.Time // when the session started
 	// Last is the id of the thread's latest message recorded as a turn;
@@ -220,11 +302,15 @@ type CatchUpPoint struct {
 	Last string
 }
 
-// ThreadReader reads Discord threads' history.
+// ThreadReader reads Discord threads' history, and who wrote it.
 type ThreadReader interface {
 	// MessagesAfter returns up to limit messages of a channel posted after
 	// the message id after, oldest first.
 	MessagesAfter(ctx context.Context, channelID, after string, limit int) ([]Incoming, error)
+	// MemberRoles returns a member's role ids in a guild (messages read
+	// from history do not carry them); ErrNotFound when the user is not
+	// a member.
+	MemberRoles(ctx context.Context, guildID, userID string) ([]string, error)
 }
 
 // CatchUp records the messages posted in active sessions' threads while
@@ -268,12 +354,30 @@ func (s *Service) CatchUp(ctx context.Context, r ThreadReader, handles func(guil
 	return total, errors.Join(errs...)
 }
 
+// mayTalk applies the guild's allow list for talking to a message found
+// by the catch-up: its author's roles are looked up only when the list
+// names roles, and an author whose roles cannot be known is refused.
+func (s *Service) mayTalk(ctx context.Context, r ThreadReader, acc Access, p CatchUpPoint, m Incoming) bool {
+	if acc.Allows(AccessTalk, m.AuthorID, m.AuthorRoles, p.ChannelID) {
+		return true
+	}
+	if m.AuthorRoles != nil || !slices.ContainsFunc(acc.Rules(AccessTalk), func(a AccessRule) bool { return a.Kind == AccessRole }) {
+		return false
+	}
+	roles, err := r.MemberRoles(ctx, p.GuildID, m.AuthorID)
+	return err == nil && acc.Allows(AccessTalk, m.AuthorID, roles, p.ChannelID)
+}
+
 func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, p CatchUpPoint) (int, error) {
 	from := p.Started
 	if t := SnowflakeTime(p.Last).Add(-catchUpWindow); t.After(from) {
 		from = t
 	}
 	msgs, err := r.MessagesAfter(ctx, p.ThreadID, strconv.FormatInt(Snowflake(from)-1, 10), catchUpRead)
+	if err != nil {
+		return 0, err
+	}
+	acc, err := s.store.Access(ctx, p.GuildID)
 	if err != nil {
 		return 0, err
 	}
@@ -284,24 +388,26 @@ func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, p CatchUpPo
 		}
 		t := Turn{SessionID: p.SessionID, MessageID: m.ID, GuildID: p.GuildID, ChannelID: p.ThreadID,
 			AuthorID: m.AuthorID, Content: CleanText(m.Content), State: TurnRefused}
-		if recorded < CatchUpMax {
+		if recorded < CatchUpMax && s.mayTalk(ctx, r, acc, p, m) {
 			if t, err = s.newTurn(ctx, p.SessionID, p.GuildID, p.ThreadID, m); err != nil {
 				return recorded, err
 			}
 		}
-		_, created, err := s.store.RecordTurn(ctx, t)
+		// The thread's queue bounds a catch-up too; its own notice below
+		// says what was left out.
+		turn, created, err := s.store.RecordTurn(ctx, t, Admission{MaxOpen: s.cfg.MaxQueued})
 		if err != nil {
 			return recorded, err
 		}
 		switch {
-		case created && t.State == TurnRefused:
+		case created && turn.State == TurnRefused:
 			refused++
 		case created:
 			recorded++
 		}
 	}
 	if refused > 0 {
-		notice := fmt.Sprintf("⚠️ I was offline and missed %d messages here. I picked up the first %d; "+
+		notice := fmt.Sprintf("⚠️ I was offline and missed %d messages here. I picked up %d; "+
 			"the other %d will not be answered, so please send again what still matters.", recorded+refused, recorded, refused)
 		if err := s.store.Notice(ctx, p.SessionID, notice); err != nil {
 			return recorded, err

@@ -17,6 +17,7 @@ type PresenterConfig struct {
 	MinEdit     time.Duration // at most one edit per status message this often
 	TypingEvery time.Duration // the typing indicator lasts about 10 s
 	Now         func() time.Time
+	Prices      Prices // for the cost a settled status message shows
 }
 
 // settleAnyway is how long a status message waits for a reply that may
@@ -118,7 +119,7 @@ func (p *Presenter) show(ctx context.Context, ts TurnStatus) {
 		}
 		// A message that cannot be edited any more (its thread archived
 		// or deleted) counts as settled too.
-		if err := p.out.Edit(ctx, ts.ThreadID, ts.Turn.StatusMessageID, SettledStatus(ts)); err != nil && !errors.Is(err, ErrPermanent) {
+		if err := p.out.Edit(ctx, ts.ThreadID, ts.Turn.StatusMessageID, SettledStatus(ts, p.cfg.Prices)); err != nil && !errors.Is(err, ErrPermanent) {
 			log.Warn("settle status message", "err", err)
 			return
 		}
@@ -181,8 +182,9 @@ func RenderStatus(ts TurnStatus, now time.Time) string {
 	return Truncate(strings.TrimSpace(b.String()), MaxMessageLen)
 }
 
-// SettledStatus is the status message once its turn has ended.
-func SettledStatus(ts TurnStatus) string {
+// SettledStatus is the status message once its turn has ended, with the
+// tokens its team has used so far and, when prices give it, their cost.
+func SettledStatus(ts TurnStatus, prices Prices) string {
 	roles := make([]string, 0, len(ts.Tasks))
 	seen := map[string]bool{}
 	for _, t := range ts.Tasks {
@@ -192,6 +194,12 @@ func SettledStatus(ts TurnStatus) string {
 		}
 	}
 	team := fmt.Sprintf("%d %s by %s", len(ts.Tasks), plural(len(ts.Tasks), "task", "tasks"), strings.Join(roles, ", "))
+	if used := SumUsage(ts.Spent).Total(); used > 0 {
+		team += " · team total " + Tokens(used) + " tokens"
+		if c := prices.Cost(ts.Spent).String(); c != "" {
+			team += " " + c
+		}
+	}
 	switch ts.Turn.State {
 	case TurnDone:
 		end := cmp.Or(ts.RepliedAt, ts.Turn.UpdatedAt)

@@ -61,7 +61,12 @@ type TeamView struct {
 	Signals  []Signal // the latest few, oldest first
 	// Dispatched are the teams this session's master started elsewhere.
 	Dispatched []Session
-	Now        time.Time
+	Spend      SessionSpend // what the team used, by model, and its own budget
+	// Budget is the team's token budget in effect (0: none), and Cost
+	// what it used costs as far as prices are known: Commands fills both.
+	Budget int64
+	Cost   Cost
+	Now    time.Time
 }
 
 // Embed is a Discord embed, in domain terms.
@@ -151,8 +156,15 @@ func RenderTeam(v TeamView, workerModel string) Embed {
 		events.WriteString("None yet.")
 	}
 	e.Fields = append(e.Fields, EmbedField{Name: "Latest events", Value: events.String()})
-	e.Footer = fmt.Sprintf("Tokens used: %d (%d prompt, %d completion) · session #%d",
-		v.Session.Usage.Total(), v.Session.Usage.PromptTokens, v.Session.Usage.CompletionTokens, v.Session.ID)
+	spent := fmt.Sprintf("Tokens used: %d (%d prompt, %d completion)",
+		v.Session.Usage.Total(), v.Session.Usage.PromptTokens, v.Session.Usage.CompletionTokens)
+	if v.Budget > 0 {
+		spent += fmt.Sprintf(" of a budget of %s", Tokens(v.Budget))
+	}
+	if c := v.Cost.String(); c != "" {
+		spent += " · cost " + c
+	}
+	e.Footer = fmt.Sprintf("%s · session #%d", spent, v.Session.ID)
 	return e.Fit()
 }
 

@@ -77,8 +77,7 @@ type masterTool struct {
 var masterToolset = []masterTool{replyTool, delegateTool, askUserTool, replanMasterTool, reportBackTool, dispatchTool, answerWorkerTool}
 
 // masterTools returns the tools the master may call this step. When
-// mustReply is set (the round limit or the token budget is reached), reply
-// is the only one.
+// mustReply is set (the round limit is reached), reply is the only one.
 func masterTools(e decisionEnv) []Tool {
 	var tools []Tool
 	for _, t := range masterToolset {

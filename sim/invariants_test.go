@@ -121,6 +121,13 @@ func (s *sequence) check() {
 		s.fatalf("%d turns running at once in one session", running)
 	}
 	s.checkFiles()
+	var open int
+	if err := s.pool.QueryRow(s.ctx, `SELECT count(*) FROM turns WHERE session_id = $1 AND state IN ('queued', 'running')`, s.session.ID).Scan(&open); err != nil {
+		s.fatalf("check: %v", err)
+	}
+	if open > maxQueued {
+		s.fatalf("%d turns queued or running, more than the queue's %d", open, maxQueued)
+	}
 	s.out.mu.Lock()
 	twice := s.out.twice
 	s.out.mu.Unlock()
@@ -175,7 +182,9 @@ func (s *sequence) checkEnd() {
 				s.fatalf("%s: cancelled, but the team was not dissolved", what)
 			}
 		case state == "refused":
-			s.fatalf("%s: refused, but nothing here refuses a message", what)
+			if replies+questions > 0 {
+				s.fatalf("%s: refused, yet answered", what)
+			}
 		case state == "waiting":
 			if questions == 0 {
 				s.fatalf("%s: waits for an answer to no question", what)

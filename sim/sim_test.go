@@ -32,6 +32,7 @@ const (
 	maxCalls   = 12
 	maxRounds  = 3
 	maxRetries = 2
+	maxQueued  = 3 // a thread's messages waiting or being answered
 )
 
 // TestTurnStateMachine runs seeded random sequences of events against the
@@ -39,7 +40,8 @@ const (
 // turn exceeds the master call ceiling, no message is posted twice and a
 // session runs one turn at a time; and, once the sequence has settled,
 // that every user message ended with its reply, a question (answered or
-// waiting), a documented refusal, or as the answer to a question; that no
+// waiting), a refusal (beyond the thread's queue: never answered), or as
+// the answer to a question; that no
 // turn and no task is left open; and that nothing waits in the outbox.
 // A failure names its seed: run it again with -args -seed=N.
 func TestTurnStateMachine(t *testing.T) {
@@ -113,7 +115,7 @@ func newSequence(t *testing.T, seed uint64) *sequence {
 	s.log = slog.New(s.errs)
 	s.model = &model{seq: s, perTurn: map[string]int{}}
 	s.out = &messenger{seen: map[string]string{}, rng: s.rng, failures: true}
-	s.svc = master.NewService(st, nil)
+	s.svc = master.NewService(master.ServiceConfig{MaxQueued: maxQueued}, st, nil)
 	sess, _, err := s.svc.StartSession(s.ctx, master.NewSession{GuildID: "g", ChannelID: "c", ThreadID: "thread", OwnerID: "u", Goal: "ship it"})
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +175,7 @@ func (s *sequence) run(n int) {
 	}
 	evs := []event{
 		{"message", 14, s.message},
+		{"flood", 2, s.flood},
 		{"step", 30, s.step},
 		{"work", 25, s.work},
 		{"expire", 3, s.expire},
@@ -216,6 +219,19 @@ func (s *sequence) message() {
 	if busy && s.rng.IntN(4) > 0 {
 		return
 	}
+	s.post()
+}
+
+// flood is a user posting several messages at once, however busy the
+// team is: the thread's queue refuses the ones beyond it.
+func (s *sequence) flood() {
+	for range 2 + s.rng.IntN(4) {
+		s.post()
+	}
+}
+
+// post posts one message.
+func (s *sequence) post() {
 	s.nextID += 1 << 22
 	id := s.nextID
 	if s.rng.IntN(10) == 0 {

@@ -18,7 +18,7 @@ func (w *world) recordWith(s master.Session, msgID, addressedTo string, files ..
 	}
 	turn, created, err := w.store.RecordTurn(w.ctx, master.Turn{SessionID: s.ID, MessageID: msgID, GuildID: s.GuildID,
 		ChannelID: s.ThreadID, AuthorID: "u1", Content: "see attached", AddressedTo: addressedTo,
-		Attachments: master.AttachmentPolicy{}.Plan(files)})
+		Attachments: master.AttachmentPolicy{}.Plan(files)}, master.Admission{})
 	if err != nil || !created {
 		w.t.Fatalf("RecordTurn = %v, %v; want a new turn", created, err)
 	}
@@ -55,7 +55,7 @@ func TestAttachmentsRecordedWithTheTurnAndFetchedOnce(t *testing.T) {
 		t.Fatalf("attachments = %+v, want notes.md pending and deck.pdf skipped with a note", atts)
 	}
 	if _, created, err := w.store.RecordTurn(w.ctx, master.Turn{SessionID: s.ID, MessageID: "m1", Attachments: master.AttachmentPolicy{}.Plan(
-		[]master.IncomingAttachment{{ID: "a3", Filename: "x.txt", URL: master.DefaultCDNURL + "/x"}})}); err != nil || created {
+		[]master.IncomingAttachment{{ID: "a3", Filename: "x.txt", URL: master.DefaultCDNURL + "/x"}})}, master.Admission{}); err != nil || created {
 		t.Fatalf("redelivery: created %v, %v; want the first turn", created, err)
 	}
 	if got := len(w.attachments(turn.ID)); got != 2 {

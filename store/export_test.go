@@ -142,3 +142,12 @@ func (s *Store) Task(ctx context.Context, id int64) (master.Task, error) {
 	}
 	return t, nil
 }
+
+// Redact scrubs err as Open does for a connection string.
+func Redact(err error, connString string) error {
+	cfg, perr := pgx.ParseConfig(connString)
+	if perr != nil {
+		return perr
+	}
+	return redact(err, secretsOf(connString, &cfg.Config))
+}

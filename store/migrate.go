@@ -61,7 +61,7 @@ func Migrate(ctx context.Context, databaseURL string) (applied int, err error) {
 	if err != nil {
 		return 0, errors.New("migrate: cannot parse the database URL (not shown: it may hold a password)")
 	}
-	secrets := passwords(databaseURL, cfg.Password)
+	secrets := secretsOf(databaseURL, &cfg.Config)
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return 0, redact(fmt.Errorf("migrate: %w", err), secrets)

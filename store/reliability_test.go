@@ -123,7 +123,7 @@ func TestSecondReportOfATurn(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	s, err := w.store.StartSession(w.ctx, master.Session{GuildID: "g1", ChannelID: "c1", ThreadID: "th-report",
-		OwnerID: "u1", Goal: "ship it", ReportTo: "c-report"}, master.DefaultRoles(), "kickoff!", "")
+		OwnerID: "u1", Goal: "ship it", ReportTo: "c-report"}, master.DefaultRoles(), "kickoff!", "", master.SessionCaps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestTextIsCleanedBeforeItIsStored(t *testing.T) {
 	w := setup(t)
 	s := w.startSession()
 	turn, created, err := w.store.RecordTurn(w.ctx, master.Turn{SessionID: s.ID, MessageID: "m1", GuildID: "g1",
-		ChannelID: s.ThreadID, AuthorID: "u1", Content: "a\x00b\xffc"})
+		ChannelID: s.ThreadID, AuthorID: "u1", Content: "a\x00b\xffc"}, master.Admission{})
 	if err != nil || !created {
 		t.Fatalf("RecordTurn: %v, %v", created, err)
 	}

@@ -32,14 +32,25 @@ func scanSession(row pgx.Row) (master.Session, error) {
 
 // StartSession creates an active session for a thread with its roster and
 // queues its kickoff message, in one transaction. master.ErrSessionActive
-// when the thread already has an active session.
-func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []master.Role, kickoff, brief string) (master.Session, error) {
+// when the thread already has an active session; a *master.CapError when
+// the guild, or the session's owner, already has as many active sessions
+// as caps allow. The caps are counted under a lock per guild, so sessions
+// started at once cannot exceed them together.
+func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []master.Role, kickoff, brief string, caps master.SessionCaps) (master.Session, error) {
 	sess.Goal, kickoff, brief = master.CleanText(sess.Goal), master.CleanText(kickoff), master.CleanText(brief)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return master.Session{}, fmt.Errorf("start session: %w", err)
 	}
 	defer tx.Rollback(ctx)
+	if caps != (master.SessionCaps{}) {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('sessions/' || $1, 0))`, sess.GuildID); err != nil {
+			return master.Session{}, fmt.Errorf("start session: lock guild: %w", err)
+		}
+		if err := checkCaps(ctx, tx, sess.GuildID, sess.OwnerID, caps); err != nil {
+			return master.Session{}, err
+		}
+	}
 	created, err := scanSession(tx.QueryRow(ctx, `
 		INSERT INTO sessions AS s (guild_id, channel_id, thread_id, owner_id, goal, report_to, dispatched_by, dispatch_depth, dispatched_turn)
 		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8, nullif($9, 0))
@@ -115,12 +126,29 @@ func (s *Store) AddUsage(ctx context.Context, sessionID int64, u master.Usage) e
 	return nil
 }
 
+// addUsage charges tokens to a session, to its usage by model, and to its
+// guild's usage of the UTC day.
 func addUsage(ctx context.Context, db querier, sessionID int64, u master.Usage) error {
 	if u.Total() == 0 {
 		return nil
 	}
-	_, err := db.Exec(ctx, `UPDATE sessions SET prompt_tokens = prompt_tokens + $2,
-		completion_tokens = completion_tokens + $3 WHERE id = $1`, sessionID, u.PromptTokens, u.CompletionTokens)
+	_, err := db.Exec(ctx, `
+		WITH s AS (
+			UPDATE sessions SET prompt_tokens = prompt_tokens + $2, completion_tokens = completion_tokens + $3
+			WHERE id = $1 RETURNING guild_id
+		), m AS (
+			INSERT INTO session_usage AS m (session_id, model, prompt_tokens, completion_tokens)
+			SELECT $1, $4, $2, $3 FROM s
+			ON CONFLICT (session_id, model) DO UPDATE
+			SET prompt_tokens = m.prompt_tokens + excluded.prompt_tokens,
+			    completion_tokens = m.completion_tokens + excluded.completion_tokens
+		)
+		INSERT INTO guild_usage AS g (guild_id, day, model, prompt_tokens, completion_tokens)
+		SELECT s.guild_id, `+utcToday+`, $4, $2, $3 FROM s
+		ON CONFLICT (guild_id, day, model) DO UPDATE
+		SET prompt_tokens = g.prompt_tokens + excluded.prompt_tokens,
+		    completion_tokens = g.completion_tokens + excluded.completion_tokens`,
+		sessionID, u.PromptTokens, u.CompletionTokens, u.Model)
 	return err
 }
 
@@ -142,7 +170,7 @@ func (s *Store) ThreadSessions(ctx context.Context, threadID string) ([]int64, e
 // Discord message of its thread recorded as a turn.
 func (s *Store) CatchUpPoints(ctx context.Context) ([]master.CatchUpPoint, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT s.id, s.guild_id, s.thread_id, s.created_at,
+		SELECT s.id, s.guild_id, s.channel_id, s.thread_id, s.created_at,
 		       coalesce((SELECT max(u.sort_key) FROM turns u
 		                 WHERE u.session_id = s.id AND u.message_id ~ '^[0-9]+$')::text, '')
 		FROM sessions s WHERE s.state = 'active' ORDER BY s.id`)
@@ -151,7 +179,7 @@ func (s *Store) CatchUpPoints(ctx context.Context) ([]master.CatchUpPoint, error
 	}
 	points, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.CatchUpPoint, error) {
 		var p master.CatchUpPoint
-		err := r.Scan(&p.SessionID, &p.GuildID, &p.ThreadID, &p.Started, &p.Last)
+		err := r.Scan(&p.SessionID, &p.GuildID, &p.ChannelID, &p.ThreadID, &p.Started, &p.Last)
 		return p, err
 	})
 	if err != nil {
@@ -209,8 +237,8 @@ func (s *Store) SessionStats(ctx context.Context, sessionID int64) (master.Sessi
 }
 
 // TeamView reads what /team shows: the session, its roster, its open turn
-// (else its latest) with that turn's tasks and progress, and its latest
-// signals, oldest first.
+// (else its latest) with that turn's tasks and progress, its spending, and
+// its latest signals, oldest first.
 func (s *Store) TeamView(ctx context.Context, sessionID int64, signals int) (master.TeamView, error) {
 	var v master.TeamView
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
@@ -242,6 +270,9 @@ func (s *Store) TeamView(ctx context.Context, sessionID int64, signals int) (mas
 	if v.Dispatched, err = dispatched(ctx, tx, sessionID); err != nil {
 		return v, err
 	}
+	if v.Spend, err = sessionSpend(ctx, tx, sessionID); err != nil {
+		return v, err
+	}
 	rows, err := tx.Query(ctx, `SELECT s.id, s.session_id, coalesce(s.task_id, 0), s.kind, s.payload, s.created_at,
 		       coalesce(t.role, '')
 		FROM (SELECT * FROM signals WHERE session_id = $1 ORDER BY id DESC LIMIT $2) s
@@ -259,6 +290,30 @@ func (s *Store) TeamView(ctx context.Context, sessionID int64, signals int) (mas
 		return v, fmt.Errorf("team view: signals: %w", err)
 	}
 	return v, tx.Commit(ctx)
+}
+
+// checkCaps returns a *master.CapError when the guild, or ownerID in it,
+// has as many active sessions as caps allow.
+func checkCaps(ctx context.Context, q querier, guildID, ownerID string, caps master.SessionCaps) error {
+	var guild, owner int
+	if err := q.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE owner_id = $2)
+		FROM sessions WHERE guild_id = $1 AND state = 'active'`, guildID, ownerID).Scan(&guild, &owner); err != nil {
+		return fmt.Errorf("count active sessions: %w", err)
+	}
+	switch {
+	case caps.PerGuild > 0 && guild >= caps.PerGuild:
+		return &master.CapError{Limit: caps.PerGuild}
+	case caps.PerUser > 0 && owner >= caps.PerUser:
+		return &master.CapError{PerUser: true, Limit: caps.PerUser}
+	}
+	return nil
+}
+
+// CheckCaps returns a *master.CapError when a new session of ownerID in
+// the guild would exceed caps now: a check before work that a refusal
+// would waste (opening a thread). StartSession checks again, atomically.
+func (s *Store) CheckCaps(ctx context.Context, guildID, ownerID string, caps master.SessionCaps) error {
+	return checkCaps(ctx, s.pool, guildID, ownerID, caps)
 }
 
 // ActiveSessions counts a guild's active sessions.

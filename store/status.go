@@ -64,12 +64,48 @@ func (s *Store) ActiveTurns(ctx context.Context) ([]master.TurnStatus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("active turns: %w", err)
 	}
+	if err := s.settlingSpend(ctx, turns); err != nil {
+		return nil, fmt.Errorf("active turns: %w", err)
+	}
 	for _, t := range all {
 		if p, ok := latest[t.ID]; ok {
 			turns[index[t.TurnID]].Progress[t.ID] = p
 		}
 	}
 	return turns, nil
+}
+
+// settlingSpend reads the usage by model of the sessions of the turns
+// whose status message is about to settle, which shows it.
+func (s *Store) settlingSpend(ctx context.Context, turns []master.TurnStatus) error {
+	var ids []int64
+	for _, ts := range turns {
+		if ts.Turn.State != master.TurnRunning && ts.Turn.StatusMessageID != "" {
+			ids = append(ids, ts.Turn.SessionID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT session_id, model, prompt_tokens, completion_tokens FROM session_usage
+		WHERE session_id = ANY ($1) ORDER BY session_id, model`, ids)
+	if err != nil {
+		return fmt.Errorf("spend: %w", err)
+	}
+	bySession := map[int64][]master.Usage{}
+	var sessionID int64
+	var u master.Usage
+	_, err = pgx.ForEachRow(rows, []any{&sessionID, &u.Model, &u.PromptTokens, &u.CompletionTokens}, func() error {
+		bySession[sessionID] = append(bySession[sessionID], u)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("spend: %w", err)
+	}
+	for i := range turns {
+		turns[i].Spent = bySession[turns[i].Turn.SessionID]
+	}
+	return nil
 }
 
 // SetStatusMessage records a turn's status message, once.

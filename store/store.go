@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -63,7 +64,7 @@ func Open(ctx context.Context, databaseURL string, logger *slog.Logger) (*Store,
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "callon"
 	}
-	secrets := passwords(databaseURL, cfg.ConnConfig.Password)
+	secrets := secretsOf(databaseURL, &cfg.ConnConfig.Config)
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -118,32 +119,27 @@ type redactedError struct{ msg string }
 
 func (e *redactedError) Error() string { return e.msg }
 
-// redact returns err unchanged unless its text contains one of secrets, in
-// which case it returns the text with every secret masked.
-func redact(err error, secrets []string) error {
-	msg := err.Error()
-	scrubbed := msg
-	for _, s := range secrets {
-		scrubbed = strings.ReplaceAll(scrubbed, s, "xxxxx")
-	}
-	if scrubbed == msg {
-		return err
-	}
-	return &redactedError{msg: scrubbed}
+// secrets are the forms in which a connection string's password could
+// appear in an error, and the names (user, database, host) an error shows
+// as they are, even when one of them equals the password.
+type secrets struct {
+	passwords []string
+	names     []string
 }
 
 var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)`)
 
-// passwords lists every form in which the password of connString could
-// appear in an error: as parsed, URL-escaped, and as written.
-func passwords(connString, parsed string) []string {
-	var out []string
+// secretsOf lists every form in which the password of connString could
+// appear in an error (as parsed, URL-escaped, and as written), and the
+// names of cc.
+func secretsOf(connString string, cc *pgconn.Config) secrets {
+	var out secrets
 	add := func(p string) {
 		if p != "" {
-			out = append(out, p, url.QueryEscape(p), url.PathEscape(p))
+			out.passwords = append(out.passwords, p, url.QueryEscape(p), url.PathEscape(p))
 		}
 	}
-	add(parsed)
+	add(cc.Password)
 	if u, err := url.Parse(connString); err == nil && u.User != nil {
 		p, _ := u.User.Password()
 		add(p)
@@ -161,5 +157,60 @@ func passwords(connString, parsed string) []string {
 	for _, m := range kvPassword.FindAllStringSubmatch(connString, -1) {
 		add(strings.Trim(m[1], "'"))
 	}
+	out.names = []string{cc.User, cc.Database, cc.Host}
 	return out
+}
+
+// redact returns err unchanged unless its text holds the password, in
+// which case it returns the text with the password masked, and nothing
+// else: an occurrence inside a longer word is not the password, and one
+// that is the value of a user, database or host field (pgx's "failed to
+// connect to `user=… database=…`") is that name. A password equal to one
+// of the names is masked only where it follows "password=": anywhere
+// else it is the name, which the error shows anyway.
+func redact(err error, s secrets) error {
+	msg := err.Error()
+	scrubbed := msg
+	for _, p := range s.passwords {
+		scrubbed = maskToken(scrubbed, p, !slices.Contains(s.names, p))
+	}
+	if scrubbed == msg {
+		return err
+	}
+	return &redactedError{msg: scrubbed}
+}
+
+// maskToken replaces the occurrences of secret in msg that are whole
+// tokens with "xxxxx": all of them but the values of name fields when
+// bare, else only those that are the value of a password field.
+func maskToken(msg, secret string, bare bool) string {
+	if secret == "" {
+		return msg
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, secret)
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		end := i + len(secret)
+		token := (i == 0 || !wordByte(msg[i-1])) && (end == len(msg) || !wordByte(msg[end]))
+		before := strings.TrimSuffix(msg[:i], "'")
+		name, password := false, strings.HasSuffix(before, "password=")
+		for _, k := range []string{"user=", "database=", "dbname=", "host="} {
+			name = name || strings.HasSuffix(before, k)
+		}
+		b.WriteString(msg[:i])
+		if token && (password || bare && !name) {
+			b.WriteString("xxxxx")
+		} else {
+			b.WriteString(secret)
+		}
+		msg = msg[end:]
+	}
+}
+
+func wordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }

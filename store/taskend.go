@@ -73,12 +73,8 @@ func completeTask(ctx context.Context, tx pgx.Tx, taskID int64, attempt int, out
 	if err != nil {
 		return master.Task{}, err
 	}
-	if out.Usage != (master.Usage{}) {
-		if _, err := tx.Exec(ctx, `
-			UPDATE sessions SET prompt_tokens = prompt_tokens + $2, completion_tokens = completion_tokens + $3
-			WHERE id = $1`, t.SessionID, out.Usage.PromptTokens, out.Usage.CompletionTokens); err != nil {
-			return master.Task{}, fmt.Errorf("add usage: %w", err)
-		}
+	if err := addUsage(ctx, tx, t.SessionID, out.Usage); err != nil {
+		return master.Task{}, fmt.Errorf("add usage: %w", err)
 	}
 	kind, payload, err := outcomeSignal(out)
 	if err != nil {

@@ -50,20 +50,37 @@ func turnSortKey(messageID string) int64 {
 // runs again (the message's own turn is then done at once).
 //
 // A turn given with state master.TurnRefused is recorded as refused: it
-// is never answered, and never picked up again.
+// is never answered, and never picked up again. So is one that a refuses:
+// its session already has a.MaxOpen turns queued or running, or its
+// author started a.PerMinute turns in the guild within the last minute.
+// Those counts are taken under a lock per session, so messages recorded
+// at once cannot exceed them together. The first refused turn since the
+// session's last admitted one queues the notice a gives for its reason.
 //
 // The message's files (t.Attachments) are recorded with the turn, in the
 // same transaction; a message with files is never taken as the answer to
 // workers' questions: it is a turn of its own, so its master sees them.
-func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, bool, error) {
+func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admission) (master.Turn, bool, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	state := master.TurnQueued
+	state, notice := master.TurnQueued, ""
 	if t.State == master.TurnRefused {
-		state = master.TurnRefused
+		state, notice = master.TurnRefused, a.Refused
+	}
+	existing, err := scanTurn(tx.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns u WHERE u.message_id = $1`, t.MessageID))
+	if err == nil {
+		return existing, false, nil
+	}
+	if !errors.Is(err, master.ErrNotFound) {
+		return master.Turn{}, false, fmt.Errorf("record turn: existing: %w", err)
+	}
+	if state == master.TurnQueued && (a.MaxOpen > 0 || a.PerMinute > 0) {
+		if state, notice, err = admit(ctx, tx, t, a); err != nil {
+			return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
+		}
 	}
 	key := turnSortKey(t.MessageID)
 	turn, err := scanTurn(tx.QueryRow(ctx, `
@@ -83,6 +100,9 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, boo
 		return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
 	}
 	if state == master.TurnRefused {
+		if err := noticeRefusal(ctx, tx, turn, notice); err != nil {
+			return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
+		}
 		return turn, true, tx.Commit(ctx)
 	}
 	if err := insertAttachments(ctx, tx, turn, t.Attachments); err != nil {
@@ -108,6 +128,68 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, boo
 		return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
 	}
 	return turn, true, nil
+}
+
+// admit decides, under the session's lock, whether a message is queued or
+// refused by a's limits, and with which notice.
+func admit(ctx context.Context, tx pgx.Tx, t master.Turn, a master.Admission) (master.TurnState, string, error) {
+	if err := lockSessionTurns(ctx, tx, t.SessionID); err != nil {
+		return "", "", err
+	}
+	var open, recent int
+	if err := tx.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM turns WHERE session_id = $1 AND state IN ('queued', 'running')),
+		       CASE WHEN $4 > 0 THEN (SELECT count(*) FROM turns WHERE author_id = $2 AND guild_id = $3
+		                              AND created_at > now() - interval '1 minute' AND state <> 'refused')
+		       ELSE 0 END`, t.SessionID, t.AuthorID, t.GuildID, a.PerMinute).Scan(&open, &recent); err != nil {
+		return "", "", fmt.Errorf("admit: %w", err)
+	}
+	switch {
+	case a.MaxOpen > 0 && open >= a.MaxOpen:
+		return master.TurnRefused, a.QueueFull, nil
+	case a.PerMinute > 0 && t.AuthorID != "" && recent >= a.PerMinute:
+		return master.TurnRefused, a.RateLimited, nil
+	}
+	return master.TurnQueued, "", nil
+}
+
+// lockSessionTurns serialises, until tx ends, the admission of a
+// session's messages.
+func lockSessionTurns(ctx context.Context, tx pgx.Tx, sessionID int64) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('turns/' || $1::bigint, 0))`, sessionID); err != nil {
+		return fmt.Errorf("lock session: %w", err)
+	}
+	return nil
+}
+
+// noticeRefusal queues notice in a refused turn's thread if the turn is
+// the first refused one recorded since the session's last admitted turn
+// (in recording order, whatever the messages' own order): a burst of
+// refused messages is told once. The session's lock makes refusals
+// recorded at once see each other.
+func noticeRefusal(ctx context.Context, tx pgx.Tx, turn master.Turn, notice string) error {
+	if notice == "" {
+		return nil
+	}
+	if err := lockSessionTurns(ctx, tx, turn.SessionID); err != nil {
+		return err
+	}
+	var first bool
+	if err := tx.QueryRow(ctx, `
+		SELECT NOT EXISTS (
+			SELECT 1 FROM turns r WHERE r.session_id = $1 AND r.state = 'refused' AND r.id <> $2
+			  AND r.id > coalesce((SELECT max(a.id) FROM turns a
+			                       WHERE a.session_id = $1 AND a.state <> 'refused'), 0))`,
+		turn.SessionID, turn.ID).Scan(&first); err != nil {
+		return fmt.Errorf("refusal notice: %w", err)
+	}
+	if !first {
+		return nil
+	}
+	if err := queueNotice(ctx, tx, turn.SessionID, master.OutNotice, turn.ChannelID, notice); err != nil {
+		return err
+	}
+	return notify(ctx, tx, turn.SessionID)
 }
 
 // PendingSessions lists active sessions whose next turn needs its master

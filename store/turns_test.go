@@ -15,7 +15,7 @@ func (w *world) startSession() master.Session {
 	w.t.Helper()
 	n := fixtureSeq.Add(1)
 	s, err := w.store.StartSession(w.ctx, master.Session{GuildID: "g1", ChannelID: "c1",
-		ThreadID: fmt.Sprint("th-", n), OwnerID: "u1", Goal: "ship it"}, master.DefaultRoles(), "kickoff!", "")
+		ThreadID: fmt.Sprint("th-", n), OwnerID: "u1", Goal: "ship it"}, master.DefaultRoles(), "kickoff!", "", master.SessionCaps{})
 	if err != nil {
 		w.t.Fatalf("StartSession: %v", err)
 	}
@@ -25,7 +25,7 @@ func (w *world) startSession() master.Session {
 func (w *world) record(s master.Session, msgID string) (master.Turn, bool) {
 	w.t.Helper()
 	turn, created, err := w.store.RecordTurn(w.ctx, master.Turn{SessionID: s.ID, MessageID: msgID,
-		GuildID: s.GuildID, ChannelID: s.ThreadID, AuthorID: "u1", Content: "hi " + msgID})
+		GuildID: s.GuildID, ChannelID: s.ThreadID, AuthorID: "u1", Content: "hi " + msgID}, master.Admission{})
 	if err != nil {
 		w.t.Fatalf("RecordTurn: %v", err)
 	}
@@ -56,7 +56,7 @@ func TestStartSessionRosterKickoffAndOneActivePerThread(t *testing.T) {
 		t.Errorf("ActiveSession = %+v, %v; want session %d", got, err, s.ID)
 	}
 	_, err = w.store.StartSession(w.ctx, master.Session{GuildID: "g1", ChannelID: "c1", ThreadID: s.ThreadID,
-		OwnerID: "u2", Goal: "again"}, master.DefaultRoles(), "", "")
+		OwnerID: "u2", Goal: "again"}, master.DefaultRoles(), "", "", master.SessionCaps{})
 	if !errors.Is(err, master.ErrSessionActive) {
 		t.Errorf("second StartSession in the thread: got %v, want ErrSessionActive", err)
 	}

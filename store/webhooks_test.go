@@ -101,7 +101,7 @@ func TestWebhookEventsAreWrittenWithTheirChange(t *testing.T) {
 
 	// A change that fails writes nothing: the event is in its transaction.
 	if _, err := w.store.StartSession(w.ctx, master.Session{GuildID: "g1", ChannelID: "c1", ThreadID: s.ThreadID,
-		OwnerID: "u2", Goal: "again"}, master.DefaultRoles(), "", ""); !errors.Is(err, master.ErrSessionActive) {
+		OwnerID: "u2", Goal: "again"}, master.DefaultRoles(), "", "", master.SessionCaps{}); !errors.Is(err, master.ErrSessionActive) {
 		t.Fatalf("second StartSession: %v", err)
 	}
 	var n int
@@ -139,7 +139,7 @@ func TestFinalReportWebhook(t *testing.T) {
 	w := setup(t)
 	w.store.EnableWebhooks(true)
 	s, err := w.store.StartSession(w.ctx, master.Session{GuildID: "g1", ChannelID: "c1", ThreadID: "th-report",
-		OwnerID: "u1", Goal: "report", ReportTo: "ops"}, master.DefaultRoles(), "", "")
+		OwnerID: "u1", Goal: "report", ReportTo: "ops"}, master.DefaultRoles(), "", "", master.SessionCaps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ type fakeStore struct {
 	ProgressFunc     func(ctx context.Context, taskID int64, attempt int, percent int, note string) error
 	TaskInputFunc    func(ctx context.Context, t master.Task) (TaskInput, error)
 	SweepExpiredFunc func(ctx context.Context) (int, int, error)
+	CheckSpendFunc   func(ctx context.Context, sessionID int64, pending int64) error
 }
 
 var _ Store = (*fakeStore)(nil)
@@ -72,6 +73,13 @@ func (f *fakeStore) SweepExpired(ctx context.Context) (int, int, error) {
 		return 0, 0, nil
 	}
 	return f.SweepExpiredFunc(ctx)
+}
+
+func (f *fakeStore) CheckSpend(ctx context.Context, sessionID int64, pending int64, _ master.Budget) error {
+	if f.CheckSpendFunc == nil {
+		return nil
+	}
+	return f.CheckSpendFunc(ctx, sessionID, pending)
 }
 
 // fakeLLM is a master.LLM calling ChatFunc.

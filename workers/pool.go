@@ -36,6 +36,10 @@ type Store interface {
 	TaskInput(ctx context.Context, t master.Task) (TaskInput, error)
 	// SweepExpired takes back the tasks whose lease expired.
 	SweepExpired(ctx context.Context) (requeued, failed int, err error)
+	// CheckSpend returns a *master.BudgetError when the session's token
+	// budget, or its guild's of the day, is spent, counting pending tokens
+	// used but not charged yet; def gives the budgets admins did not set.
+	CheckSpend(ctx context.Context, sessionID int64, pending int64, def master.Budget) error
 }
 
 // TaskInput is everything a worker is allowed to see for one task: the
@@ -86,6 +90,9 @@ type Config struct {
 	WorkerModel string
 	// MaxSteps bounds the model calls of one task, progress calls included.
 	MaxSteps int
+	// Budget is the deployment's token budgets: no model call starts for a
+	// session past one (see Store.CheckSpend).
+	Budget master.Budget
 	// Wake delivers hints that work may be waiting: a session id, or
 	// anything else (such as "*") for "any session". The pool then claims,
 	// and checks at once that its running tasks of that session are still

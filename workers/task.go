@@ -114,7 +114,14 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 		if err := ctx.Err(); err != nil {
 			return master.Outcome{Usage: usage}, err
 		}
+		if out, stop := p.overBudget(ctx, r.task, usage, log); stop {
+			if err := ctx.Err(); err != nil {
+				return master.Outcome{Usage: usage}, err // stopped meanwhile: not the budget
+			}
+			return out, nil
+		}
 		resp, err := p.llm.Chat(ctx, req)
+		resp.Usage.Model = cmp.Or(resp.Usage.Model, req.Model)
 		usage = usage.Add(resp.Usage)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -144,6 +151,26 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 		msg += "; last error: " + last.Error()
 	}
 	return failed(msg, usage), nil
+}
+
+// overBudget checks, before a model call, the session's budgets with the
+// tokens this task used so far: a session past one gets no more calls, and
+// its task ends failed (so its round still ends, and the master, which
+// calls no model either, answers with the budget). A budget that cannot
+// be checked stops the task too: no path spends unchecked.
+func (p *Pool) overBudget(ctx context.Context, t master.Task, used master.Usage, log *slog.Logger) (master.Outcome, bool) {
+	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	err := p.store.CheckSpend(cctx, t.SessionID, used.Total(), p.cfg.Budget)
+	cancel()
+	switch {
+	case err == nil:
+		return master.Outcome{}, false
+	case errors.Is(err, master.ErrBudget):
+		log.Info("budget spent; the task stops before its model call", "err", err)
+		return failed("stopped: "+err.Error(), used), true
+	default:
+		return failed("could not check the token budget: "+err.Error(), used), true
+	}
 }
 
 func failed(msg string, usage master.Usage) master.Outcome {

@@ -210,6 +210,59 @@ func TestTaskOutcomes(t *testing.T) {
 	}
 }
 
+// No model call starts for a session past its budget: the check before
+// each call counts the task's own tokens not charged yet, and the task
+// ends failed with what it used, so its round still ends.
+func TestTaskStopsAtTheBudget(t *testing.T) {
+	t.Parallel()
+	u := func(p, c int64) master.Usage { return master.Usage{PromptTokens: p, CompletionTokens: c} }
+	progress := func(id string) answer { return call(id, ToolProgress, `{"percent":10,"note":"x"}`, u(10, 5)) }
+	tests := []struct {
+		name    string
+		check   func(pending int64) error
+		answers []answer
+		want    master.Outcome
+	}{
+		{name: "spent before the task: no call",
+			check: func(int64) error { return &master.BudgetError{Limit: 100, Used: 100} },
+			want:  master.Outcome{State: master.TaskFailed, Error: "stopped: team budget of 100 tokens spent"}},
+		{name: "crossed by the task's own calls",
+			check: func(pending int64) error {
+				if pending >= 20 {
+					return &master.BudgetError{Limit: 20, Used: pending}
+				}
+				return nil
+			},
+			answers: []answer{progress("p1"), progress("p2")},
+			want:    master.Outcome{State: master.TaskFailed, Error: "stopped: team budget of 20 tokens spent (30 used)", Usage: u(20, 10)}},
+		{name: "a budget that cannot be checked stops the task too",
+			check: func(int64) error { return errors.New("database away") },
+			want:  master.Outcome{State: master.TaskFailed, Error: "could not check the token budget: database away"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := newTaskWorld()
+			w.store.CheckSpendFunc = func(_ context.Context, sessionID int64, pending int64) error {
+				if sessionID != researchTask.SessionID {
+					t.Errorf("checked session %d, want %d", sessionID, researchTask.SessionID)
+				}
+				return tt.check(pending)
+			}
+			s := &scripted{answers: tt.answers}
+			p := New(Config{ID: "w1", SweepEvery: -1}, w.store, s.llm(t), discard())
+			runTaskNow(context.Background(), p, researchTask)
+			got := w.only(t)
+			if got.State != tt.want.State || got.Usage != tt.want.Usage || !strings.Contains(got.Error, tt.want.Error) {
+				t.Errorf("outcome %+v, want %+v", got, tt.want)
+			}
+			if n := len(s.requests()); n != len(tt.answers) {
+				t.Errorf("model called %d times, want %d", n, len(tt.answers))
+			}
+		})
+	}
+}
+
 func TestTaskRequest(t *testing.T) {
 	t.Parallel()
 	temp := float32(0.2)

@@ -48,6 +48,15 @@
 // message) or 9 for a click; 4 or 5 for a submission, and 6 or 7 too when
 // a click opened the modal. After 6 or 7, @original is the clicked message.
 //
+// Guilds have roles and channels permission overwrites, for bots that
+// compute permissions themselves: AddRole, SetMemberRoles and SetOverwrite
+// change them (dispatching nothing), and they show on GET /guilds/{g}
+// (roles, owner_id: the default user owns every guild), GET /channels/{c}
+// (permission_overwrites), GET /guilds/{g}/members/{u} (every user is a
+// member of every guild) and the member objects of users' messages and
+// interactions. An interaction's member permissions stay what the test
+// says they are.
+//
 // The server validates what the bot sends: message components (at most 5
 // action rows of 1 to 5 buttons or one select menu; custom_ids of at most
 // 100 characters, unique in the message; link buttons with a url and no

@@ -111,7 +111,7 @@ func (s *Server) newInteractionLocked(inv invocation) *interaction {
 func (s *Server) dispatchInteractionLocked(ix *interaction, data map[string]any) *Interaction {
 	ch := s.channels[ix.channelID]
 	perms := strconv.FormatInt(ix.perms, 10)
-	member := memberJSON(ix.dispatched.Add(-time.Hour))
+	member := s.guildMemberJSONLocked(ix.guildID, ix.user.id, ix.dispatched.Add(-time.Hour))
 	member["user"] = userJSON(ix.user)
 	member["permissions"] = perms
 	partial := s.channelJSONLocked(ch)

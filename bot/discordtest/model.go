@@ -19,7 +19,9 @@ type guild struct {
 	id       string
 	name     string
 	created  time.Time
-	channels []string // text channel ids in position order
+	channels []string            // text channel ids in position order
+	roles    []role              // besides @everyone, whose id is the guild's
+	members  map[string][]string // user id to role ids
 }
 
 type channel struct {
@@ -39,6 +41,7 @@ type channel struct {
 	msgCount    int
 	lastMsgID   string
 	botJoined   bool
+	overwrites  []Overwrite
 }
 
 func (c *channel) isThread() bool {

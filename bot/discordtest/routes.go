@@ -19,6 +19,7 @@ const (
 	RouteGetOAuth2Application  Route = "GET /oauth2/applications/@me" // discordgo's Application("@me")
 	RouteGetGuild              Route = "GET /guilds/{g}"
 	RouteGetGuildChannels      Route = "GET /guilds/{g}/channels"
+	RouteGetGuildMember        Route = "GET /guilds/{g}/members/{u}"
 	RouteListActiveThreads     Route = "GET /guilds/{g}/threads/active"
 
 	RouteOverwriteGlobalCommands Route = "PUT /applications/{app}/commands"
@@ -66,6 +67,7 @@ func (s *Server) routes() http.Handler {
 		RouteGetOAuth2Application:      s.getCurrentApplication,
 		RouteGetGuild:                  s.getGuild,
 		RouteGetGuildChannels:          s.getGuildChannels,
+		RouteGetGuildMember:            s.getGuildMember,
 		RouteListActiveThreads:         s.listActiveThreads,
 		RouteOverwriteGlobalCommands:   s.overwriteCommands,
 		RouteGetGlobalCommands:         s.getCommands,

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -95,7 +94,7 @@ func (s *Server) channelJSONLocked(c *channel) map[string]any {
 		"rate_limit_per_user":   0,
 		"flags":                 0,
 		"nsfw":                  false,
-		"permission_overwrites": []any{},
+		"permission_overwrites": overwritesJSON(c.overwrites),
 	}
 	if !c.isThread() {
 		m["position"] = c.position
@@ -144,24 +143,21 @@ func (s *Server) guildJSONLocked(g *guild) map[string]any {
 	botMember := memberJSON(g.created)
 	botMember["user"] = userJSON(s.bot)
 	return map[string]any{
-		"id":                 g.id,
-		"name":               g.name,
-		"icon":               nil,
-		"owner_id":           s.human,
-		"joined_at":          stamp(g.created),
-		"large":              false,
-		"unavailable":        false,
-		"member_count":       2,
-		"preferred_locale":   "en-US",
-		"verification_level": 0,
-		"premium_tier":       0,
-		"features":           []string{},
-		"emojis":             []any{},
-		"stickers":           []any{},
-		"roles": []any{map[string]any{
-			"id": g.id, "name": "@everyone", "permissions": strconv.FormatInt(everyonePermissions, 10),
-			"position": 0, "color": 0, "hoist": false, "managed": false, "mentionable": false, "flags": 0,
-		}},
+		"id":                     g.id,
+		"name":                   g.name,
+		"icon":                   nil,
+		"owner_id":               s.human,
+		"joined_at":              stamp(g.created),
+		"large":                  false,
+		"unavailable":            false,
+		"member_count":           2,
+		"preferred_locale":       "en-US",
+		"verification_level":     0,
+		"premium_tier":           0,
+		"features":               []string{},
+		"emojis":                 []any{},
+		"stickers":               []any{},
+		"roles":                  s.rolesJSONLocked(g),
 		"channels":               orEmpty(channels),
 		"threads":                orEmpty(threads),
 		"members":                []any{botMember},
@@ -205,8 +201,7 @@ func (s *Server) messageJSONLocked(m *message, withReferenced bool) map[string]a
 		out["webhook_id"] = m.webhookID
 		out["application_id"] = s.cfg.appID
 	} else {
-		member := memberJSON(time.Now())
-		out["member"] = member
+		out["member"] = s.guildMemberJSONLocked(m.guildID, m.author.id, time.Now())
 	}
 	if m.nonce != "" {
 		out["nonce"] = m.nonce

@@ -87,14 +87,15 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		return ch
 	}
 	term := &terminal{w: stdout, changed: make(chan struct{})}
-	svc := master.NewService(st, roles.Roster)
+	budget := master.Budget{SessionTokens: lim.SessionTokens, GuildDailyTokens: cfg.Caps.GuildDailyTokens}
+	svc := master.NewService(master.ServiceConfig{MaxQueued: cfg.Caps.MaxQueuedTurns}, st, roles.Roster)
 	pool := workers.New(workers.Config{ID: owner, Slots: max(lim.WorkerSlots, 1), Lease: lim.TaskLease, Heartbeat: lim.Heartbeat(),
-		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Wake: wake()}, st, model, log)
+		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake()}, st, model, log)
 	cmds := master.NewCommands(master.CommandsConfig{Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
-		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roles.Roster}, st, model, log)
+		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roles.Roster, Budget: budget}, st, model, log)
 	orch := master.NewOrchestrator(master.OrchestratorConfig{
 		Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
-		History: lim.History, SessionTokens: lim.SessionTokens, Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
+		History: lim.History, Budget: budget, Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
 		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 	}, st, model, log)
 	out := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Poll: 200 * time.Millisecond}, st, term, log)

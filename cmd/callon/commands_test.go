@@ -76,7 +76,7 @@ func TestReplanCommand(t *testing.T) {
 			delegate(task{Role: "researcher", Instruction: "research"}, task{Role: "writer", Instruction: "write", DependsOn: []int{0}}),
 			reply("Done without the writer."))),
 		llmtest.Match("You are the researcher", func(llmtest.Request) llmtest.Reply { <-release; return report("RESEARCH") })),
-		"CALLON_WORKER_SLOTS", "1")
+		"CALLON_CONCURRENT_TASKS", "1")
 	t.Cleanup(free)
 	thread := w.team("Replan me")
 	msg := w.say(thread, "go")
@@ -161,7 +161,7 @@ func TestDissolveStopsWorkersInAnotherProcess(t *testing.T) {
 	w := setup(t, llmtest.Switch(
 		llmtest.Match(masterPrompt, llmtest.Seq(delegate(task{Role: "researcher", Instruction: "forever"}))),
 		llmtest.Match("You are the researcher", llmtest.Seq(llmtest.Hang()))),
-		"CALLON_WORKER_SLOTS", "0")
+		"CALLON_CONCURRENT_TASKS", "0")
 	worker := w.startWorker()
 	thread := w.team("Across processes")
 	w.say(thread, "work hard")

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/callonbot/callon/bot/discordtest"
 	"github.com/callonbot/callon/llm/llmtest"
 	"github.com/callonbot/callon/store"
@@ -36,8 +38,9 @@ type world struct {
 	ai    *llmtest.Server
 	dbURL string
 	env   map[string]string
-	st    *store.Store // opened on first use by db
-	logs  *logBook     // every log line of every process of the world
+	st    *store.Store  // opened on first use by db
+	pool  *pgxpool.Pool // opened on first use by count
+	logs  *logBook      // every log line of every process of the world
 
 	stop func() // stops the running process and waits for it
 }
@@ -62,15 +65,15 @@ func newWorld(t *testing.T, dc *discordtest.Server, script llmtest.Script, env .
 	t.Helper()
 	w := &world{t: t, dc: dc, ai: llmtest.New(t, script), dbURL: storetest.URL(t), logs: &logBook{}}
 	w.env = map[string]string{
-		"DISCORD_TOKEN":         w.dc.Token(),
-		"DISCORD_API_URL":       w.dc.URL(),
-		"DATABASE_URL":          w.dbURL,
-		"OPENAI_BASE_URL":       w.ai.URL(),
-		"OPENAI_API_KEY":        w.ai.APIKey(),
-		"CALLON_TASK_LEASE":     "3s",
-		"CALLON_SWEEP_INTERVAL": "1s",
-		"CALLON_WORKER_SLOTS":   "4",
-		"LOG_LEVEL":             "debug",
+		"DISCORD_TOKEN":           w.dc.Token(),
+		"DISCORD_API_URL":         w.dc.URL(),
+		"DATABASE_URL":            w.dbURL,
+		"OPENAI_BASE_URL":         w.ai.URL(),
+		"OPENAI_API_KEY":          w.ai.APIKey(),
+		"CALLON_TASK_LEASE":       "3s",
+		"CALLON_SWEEP_INTERVAL":   "1s",
+		"CALLON_CONCURRENT_TASKS": "4",
+		"LOG_LEVEL":               "debug",
 	}
 	for i := 0; i+1 < len(env); i += 2 {
 		w.env[env[i]] = env[i+1]
@@ -106,8 +109,11 @@ func (w *world) start() {
 	w.t.Cleanup(w.stop)
 	w.dc.WaitConnected(w.t)
 	// Commands go to DISCORD_GUILD_ID when it is set, else globally.
-	w.dc.WaitFor(w.t, func() bool { return len(w.dc.Commands(w.env["DISCORD_GUILD_ID"])) == 5 }, "the five slash commands registered")
+	w.dc.WaitFor(w.t, func() bool { return len(w.dc.Commands(w.env["DISCORD_GUILD_ID"])) == commandCount }, "the slash commands registered")
 }
+
+// commandCount is how many slash commands callon registers.
+const commandCount = 7
 
 // restart stops the process and starts a new one on the same database.
 func (w *world) restart() {
@@ -306,7 +312,7 @@ func hasSignal(sigs []string, kind, payloadPart string) bool {
 func (w *world) startWorker() func() {
 	w.t.Helper()
 	env := maps.Clone(w.env)
-	env["CALLON_WORKER_SLOTS"] = "2"
+	env["CALLON_CONCURRENT_TASKS"] = "2"
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &testLog{t: w.t}
 	done := make(chan error, 1)

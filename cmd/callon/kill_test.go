@@ -96,7 +96,7 @@ func killOnce(t *testing.T, inWorker bool) time.Duration {
 		llmtest.Match("You are the researcher", workerScript)))
 	kill := w.spawn()
 	w.dc.WaitConnected(t)
-	w.dc.WaitFor(t, func() bool { return len(w.dc.Commands("")) == 5 }, "the commands registered")
+	w.dc.WaitFor(t, func() bool { return len(w.dc.Commands("")) == commandCount }, "the commands registered")
 	thread := w.team(fmt.Sprintf("Kill %v", inWorker))
 	msg := w.say(thread, "go")
 	select {

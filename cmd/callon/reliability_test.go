@@ -137,10 +137,13 @@ func TestMessagesLostWithTheGatewaySessionAreAnswered(t *testing.T) {
 }
 
 // A flood of messages posted while away starts at most CatchUpMax turns;
-// the rest are refused with one notice, and never picked up later.
+// the rest are refused with one notice, and never picked up later. (The
+// thread's queue and the author's rate are lifted here;
+// TestCatchUpKeepsToTheQueue shows the defaults.)
 func TestCatchUpIsBounded(t *testing.T) {
 	t.Parallel()
-	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Always(reply("ok")))))
+	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Always(reply("ok")))),
+		"CALLON_MAX_QUEUED_TURNS", "100", "CALLON_USER_TURNS_PER_MINUTE", "0")
 	thread := w.team("Flood")
 	w.stop()
 	n := master.CatchUpMax + 3

@@ -215,7 +215,7 @@ func TestRolesGuildScopeChannelScopeAndReset(t *testing.T) {
 
 func TestRolesValidationErrors(t *testing.T) {
 	t.Parallel()
-	w := setup(t, nil, "CALLON_MAX_PROMPT", "100", "CALLON_MAX_WORKERS", "2")
+	w := setup(t, nil, "CALLON_MAX_PROMPT", "100", "CALLON_MAX_ROLES", "2")
 	general := w.dc.ChannelID("general")
 	tests := []struct {
 		name string
@@ -384,7 +384,7 @@ func TestRolesFileCheckedAtStart(t *testing.T) {
 	}
 	for _, tc := range tests {
 		e := env(write(tc.name+".yaml", tc.yaml))
-		e["CALLON_MAX_WORKERS"] = "2"
+		e["CALLON_MAX_ROLES"] = "2"
 		_, _, err := runCmd(t, e)
 		if err == nil {
 			t.Errorf("%s: run returned nil, want an error", tc.name)

@@ -142,7 +142,7 @@ func TestDiscordSetupErrorsSayWhatToDo(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			env := map[string]string{"DISCORD_API_URL": tt.dc.URL(), "DATABASE_URL": storetest.URL(t),
-				"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "CALLON_WORKER_SLOTS": "1"}
+				"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "CALLON_CONCURRENT_TASKS": "1"}
 			for k, v := range tt.env(tt.dc) {
 				env[k] = v
 			}
@@ -171,7 +171,7 @@ func TestMigrate(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": storetest.EmptyURL(t)}
 	out, _, err := runCmd(t, env, "migrate")
-	if err != nil || !strings.Contains(out, "applied 7 migration") {
+	if err != nil || !strings.Contains(out, "applied 8 migration") {
 		t.Fatalf("first migrate: %q, %v", out, err)
 	}
 	out, _, err = runCmd(t, env, "migrate")
@@ -184,15 +184,25 @@ func TestRunStopsWhenDatabaseIsUnreachable(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stderr bytes.Buffer
-	err := run(ctx, []string{"migrate"}, func(k string) string {
-		return map[string]string{"DATABASE_URL": "postgres://callon:hunter2@127.0.0.1:1/callon?connect_timeout=2"}[k]
-	}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
-	if err == nil {
-		t.Fatal("migrate against a closed port returned nil")
-	}
-	if strings.Contains(err.Error()+stderr.String(), "hunter2") {
-		t.Errorf("the database password leaked: %v\n%s", err, stderr.String())
+	// Every form pgx accepts, through migrate and through the bot's start
+	// (which logs its configuration first).
+	for _, dsn := range []string{
+		"postgres://callon:hunter2@127.0.0.1:1/callon?connect_timeout=2",
+		"postgres://callon@127.0.0.1:1/callon?connect_timeout=2&password=hunter2",
+		"host=127.0.0.1 port=1 user=callon password=hunter2 dbname=callon connect_timeout=2",
+		"host=127.0.0.1 port=1 user=callon password='hunter2' dbname=callon connect_timeout=2",
+	} {
+		for _, args := range [][]string{{"migrate"}, nil} {
+			var stderr bytes.Buffer
+			env := map[string]string{"DATABASE_URL": dsn, "DISCORD_TOKEN": "t", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+			err := run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+			if err == nil {
+				t.Fatalf("%v against a closed port returned nil", args)
+			}
+			if strings.Contains(err.Error()+stderr.String(), "hunter2") {
+				t.Errorf("the database password leaked: %v\n%s", err, stderr.String())
+			}
+		}
 	}
 }
 

@@ -74,7 +74,7 @@ func TestSeveralProcessesAnswerOnce(t *testing.T) {
 	w := newWorld(t, discordtest.New(t), echoTeam())
 	kill := w.spawn()
 	w.dc.WaitConnected(t)
-	w.dc.WaitFor(t, func() bool { return len(w.dc.Commands("")) == 5 }, "the commands registered")
+	w.dc.WaitFor(t, func() bool { return len(w.dc.Commands("")) == commandCount }, "the commands registered")
 	stopB := w.process(nil)
 	w.process([]string{"worker"}, "CALLON_CONCURRENT_TASKS", "2")
 	w.dc.WaitFor(t, func() bool { return acceptedIdentifies(w.dc) == 2 }, "both callons on the gateway")

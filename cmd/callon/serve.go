@@ -38,7 +38,7 @@ func migrate(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 // master, the outbox and the status messages, until ctx ends.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot bool) error {
 	if cfg.Limits.WorkerSlots == 0 && !withBot {
-		return errors.New("CALLON_WORKER_SLOTS is 0: a worker process needs at least one slot")
+		return errors.New("CALLON_CONCURRENT_TASKS is 0: a worker process needs at least one task slot")
 	}
 	roleFile, rolePolicy, err := rolesConfig(cfg)
 	if err != nil {
@@ -68,7 +68,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	owner := master.NewOwner()
 	log = log.With("owner", owner)
 	lim := cfg.Limits
-	reg := metrics.New(metrics.Config{Build: bi, Backlog: st})
+	budget := master.Budget{SessionTokens: lim.SessionTokens, GuildDailyTokens: cfg.Caps.GuildDailyTokens}
+	prices := master.Prices{}
+	metricPrices := map[string]metrics.Price{}
+	for m, p := range cfg.Caps.Prices {
+		prices[m] = master.Price{In: p.In, Out: p.Out}
+		metricPrices[m] = metrics.Price{Prompt: p.In, Completion: p.Out}
+	}
+	reg := metrics.New(metrics.Config{Build: bi, Backlog: st, Prices: metricPrices})
 	model := llm.NewRouter(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
 		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, providerConfigs(cfg), log) // llm reads 0 as its default and a negative as none
 	masterModel, workerModel := reg.LLM("master", model), reg.LLM("worker", model)
@@ -85,6 +92,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	g.Go(func() error { return listener.Run(ctx) })
 	g.Go(func() error { return live.Run(ctx) })
 	g.Go(func() error { checkModels(ctx, model, cfg, log); return nil })
+	// Every process may purge; one at a time does (an advisory lock).
+	retention := master.NewRetention(master.RetentionConfig{Keep: cfg.Caps.Retention}, st, log)
+	g.Go(func() error { return retention.Run(ctx) })
 	wake := func() <-chan string {
 		ch, _ := listener.Subscribe()
 		return ch
@@ -99,6 +109,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			SweepEvery:  lim.SweepInterval,
 			TaskTimeout: lim.TaskTimeout,
 			WorkerModel: cfg.WorkerModel,
+			Budget:      budget,
 			Wake:        wake(),
 			Metrics:     reg,
 			Vision:      cfg.Attachments.Vision,
@@ -109,14 +120,18 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 
 	if withBot {
 		att := cfg.Attachments
-		svc := master.NewService(st, roles.Roster).WithAttachments(master.AttachmentPolicy{
+		svc := master.NewService(master.ServiceConfig{
+			Caps:      master.SessionCaps{PerGuild: cfg.HandBack.MaxActiveSessions, PerUser: cfg.Caps.MaxUserSessions},
+			MaxQueued: cfg.Caps.MaxQueuedTurns, UserPerMinute: cfg.Caps.UserTurnsPerMinute,
+		}, st, roles.Roster).WithAttachments(master.AttachmentPolicy{
 			CDN: att.CDN(), MaxFile: att.MaxFile, MaxMessage: att.MaxMessage})
 		cmds := master.NewCommands(master.CommandsConfig{
 			Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
-			CancelSession: cancelSession, Catalog: roles.Roster,
+			CancelSession: cancelSession, Catalog: roles.Roster, Budget: budget, Prices: prices,
 		}, st, masterModel, log)
+		limits := master.NewLimits(budget, prices, st)
 		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL,
-			ShardCount: cfg.Sharding.Count, ShardIDs: cfg.Sharding.IDs, Metrics: reg}, svc, cmds, roles, st, log)
+			ShardCount: cfg.Sharding.Count, ShardIDs: cfg.Sharding.IDs, Metrics: reg}, svc, cmds, roles, limits, st, log)
 		if err != nil {
 			return err
 		}
@@ -126,17 +141,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		}
 		orch := master.NewOrchestrator(master.OrchestratorConfig{
 			Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks,
-			MaxRoles: lim.MaxWorkers, History: lim.History, SessionTokens: lim.SessionTokens,
+			MaxRoles: lim.MaxWorkers, History: lim.History, Budget: budget,
 			Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
 			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
-			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth,
-			MaxActiveSessions: cfg.HandBack.MaxActiveSessions, ReportCap: cfg.HandBack.ReportCap,
-			Channels: b.Channels(), Service: svc, Metrics: reg,
+			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth, ReportCap: cfg.HandBack.ReportCap,
+			Channels: b.Channels(), Service: svc, Guilds: b.Channels(), Metrics: reg,
 			Vision: att.Vision(cfg.MasterModel),
 		}, st, masterModel, log)
 		out := b.Messenger()
 		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Metrics: reg}, st, out, log)
-		pres := master.NewPresenter(master.PresenterConfig{}, st, out, log)
+		pres := master.NewPresenter(master.PresenterConfig{Prices: prices}, st, out, log)
 		g.Go(func() error { return b.Run(ctx) })
 		g.Go(func() error { return orch.Run(ctx) })
 		g.Go(func() error { return disp.Run(ctx) })

@@ -58,7 +58,7 @@ func TestShardsHandleOnlyTheirGuilds(t *testing.T) {
 	// One process, both shards, the count asked of Discord.
 	stop := w.process(nil, "DISCORD_SHARD_COUNT", "auto")
 	dc.WaitFor(t, func() bool { return identified(dc, 0, 2) == 1 && identified(dc, 1, 2) == 1 }, "shards 0 and 1 of 2")
-	dc.WaitFor(t, func() bool { return len(dc.Commands("")) == 5 }, "the commands registered")
+	dc.WaitFor(t, func() bool { return len(dc.Commands("")) == commandCount }, "the commands registered")
 	threadA, threadB := w.teamIn("a-general", "Team A"), w.teamIn("b-general", "Team B")
 	live := []sent{{threadA, w.say(threadA, "hi tok-a1")}, {threadB, w.say(threadB, "hi tok-b1")}}
 	w.waitAnswered(live)

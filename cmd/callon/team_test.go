@@ -546,32 +546,6 @@ func TestDiscordErrorsDelayTheReplyButLoseNothing(t *testing.T) {
 	}
 }
 
-func TestSessionTokenBudget(t *testing.T) {
-	t.Parallel()
-	var second llmtest.Request
-	var mu sync.Mutex
-	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.SeqFunc(
-		func(llmtest.Request) llmtest.Reply { return reply("first").WithUsage(400, 200) },
-		func(r llmtest.Request) llmtest.Reply {
-			mu.Lock()
-			second = r
-			mu.Unlock()
-			return reply("second")
-		}))),
-		"CALLON_MAX_SESSION_TOKENS", "500")
-	thread := w.team("Budget")
-	w.waitReply(thread, w.say(thread, "one"))
-	w.waitReply(thread, w.say(thread, "two"))
-	mu.Lock()
-	defer mu.Unlock()
-	if names := second.ToolNames(); len(names) != 1 || names[0] != "reply" {
-		t.Errorf("over its token budget the master was offered %v, want only reply", names)
-	}
-	if !strings.Contains(second.Messages[len(second.Messages)-1].Content, "token budget") {
-		t.Error("the master was not told why it must reply")
-	}
-}
-
 func TestMasterModelOutageIsRetriedLater(t *testing.T) {
 	t.Parallel()
 	w := setup(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Seq(

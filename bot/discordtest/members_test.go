@@ -1,0 +1,51 @@
+package discordtest_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/callonbot/callon/bot/discordtest"
+)
+
+// Roles, members' roles and channel overwrites reach the bot over REST
+// and on its members' messages, so it can compute permissions itself.
+func TestRolesMembersAndOverwrites(t *testing.T) {
+	t.Parallel()
+	dc := discordtest.New(t)
+	s := connect(t, dc, allIntents)
+	in := watchMessages(s)
+	g := dc.GuildID()
+	bob := dc.AddUser("bob")
+	mods := dc.AddRole(g, "mods", discordgo.PermissionManageGuild)
+	dc.SetMemberRoles(g, bob, mods)
+	general := dc.ChannelID("general")
+	dc.SetOverwrite(general, discordtest.Overwrite{ID: g, Deny: discordgo.PermissionViewChannel})
+	dc.SetOverwrite(general, discordtest.Overwrite{ID: bob, Member: true, Allow: discordgo.PermissionViewChannel})
+
+	m, err := s.GuildMember(g, bob)
+	if err != nil || !slices.Equal(m.Roles, []string{mods}) || m.User.ID != bob {
+		t.Fatalf("GuildMember = %+v, %v; want bob with the mods role", m, err)
+	}
+	if _, err := s.GuildMember(g, "12345"); restCode(err) != 10007 {
+		t.Errorf("unknown member: got %v, want code 10007", err)
+	}
+	guild, err := s.Guild(g)
+	if err != nil || guild.OwnerID != dc.UserID() || len(guild.Roles) != 2 || guild.Roles[1].ID != mods ||
+		guild.Roles[1].Permissions != discordgo.PermissionManageGuild || guild.Roles[0].ID != g {
+		t.Fatalf("Guild = %+v, %v; want @everyone and mods, owned by the default user", guild, err)
+	}
+	ch, err := s.Channel(general)
+	if err != nil || len(ch.PermissionOverwrites) != 2 {
+		t.Fatalf("Channel = %+v, %v; want two overwrites", ch, err)
+	}
+	if o := ch.PermissionOverwrites[1]; o.ID != bob || o.Type != discordgo.PermissionOverwriteTypeMember || o.Allow != discordgo.PermissionViewChannel {
+		t.Errorf("member overwrite = %+v", o)
+	}
+	msg := dc.UserMessage(general, bob, "hello")
+	dc.WaitFor(t, func() bool { return len(in.find(msg.ID)) == 1 }, "bob's message")
+	if got := in.find(msg.ID)[0].Member; got == nil || !slices.Equal(got.Roles, []string{mods}) {
+		t.Errorf("message member = %+v, want bob's roles", got)
+	}
+}
