@@ -11,7 +11,7 @@ import (
 )
 
 // wantVersions is every migration the binary embeds.
-const wantVersions = 6
+const wantVersions = 7
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()

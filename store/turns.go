@@ -101,7 +101,8 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn) (master.Turn, boo
 }
 
 // PendingSessions lists active sessions whose next turn needs its master
-// now: not started yet, or every task of its current round has ended. A
+// now: not started yet, or every task of its current round has ended (a
+// task waiting for an approval has not). A
 // session's next turn is its running one, else its first queued one in
 // message order. Sessions whose master is leased to another live owner are
 // left out.
@@ -118,7 +119,7 @@ func (s *Store) PendingSessions(ctx context.Context, owner string) ([]int64, err
 		WHERE s.state = 'active'
 		  AND (s.master_owner IS NULL OR s.master_owner = $1 OR s.master_lease_until < now())
 		  AND NOT EXISTS (SELECT 1 FROM tasks k
-		                  WHERE k.turn_id = u.id AND k.round = u.round AND k.state IN ('queued', 'running'))
+		                  WHERE k.turn_id = u.id AND k.round = u.round AND k.state IN ('queued', 'running', 'approval'))
 		  AND (u.not_before IS NULL OR u.not_before <= now())
 		ORDER BY u.id`, owner)
 	if err != nil {
