@@ -41,13 +41,13 @@ func TestPromptGolden(t *testing.T) {
 			{ID: 11, Role: "planner", State: master.TaskDone, Result: "1. Announce\n2. Ship"},
 		},
 	}
-	golden.Check(t, "prompt.golden", renderMessages(messages(task, in)))
+	golden.Check(t, "prompt.golden", renderMessages(messages(task, in, false, "")))
 }
 
 func TestSystemPrompt(t *testing.T) {
 	t.Parallel()
 	researcher := roleNamed(t, "researcher")
-	got := systemPrompt(master.Task{Role: "researcher"}, TaskInput{Goal: " Launch the beta\n", Role: researcher})
+	got := systemPrompt(master.Task{Role: "researcher"}, TaskInput{Goal: " Launch the beta\n", Role: researcher}, false, "")
 	if want := "You are the researcher of a team working on: Launch the beta\n\n" + researcher.Prompt + "\n\n"; !strings.HasPrefix(got, want) {
 		t.Errorf("system prompt starts\n%q\nwant it to start\n%q", got, want)
 	}
