@@ -71,6 +71,7 @@ type Config struct {
 	Limits   Limits
 	HandBack HandBack
 	Webhook  Webhook
+	Tools    Tools
 
 	// Warnings are problems that do not stop callon: deprecated names,
 	// a database that is probably not the one meant. Log them at start.
@@ -149,6 +150,7 @@ func Load(getenv func(string) string) Config {
 	c.Providers = p.providers(c.Providers)
 	c.HandBack = p.handBack()
 	c.Webhook = p.webhook()
+	c.Tools = p.tools()
 	c.errs, c.Warnings = p.errs, p.warnings
 	if db := databaseName(c.DatabaseURL); db == "postgres" {
 		c.Warnings = append(c.Warnings, "DATABASE_URL names the database \"postgres\", Postgres's maintenance database: "+
@@ -211,7 +213,7 @@ func (c Config) String() string {
 		l.TaskTimeout, l.TaskLease, l.SweepInterval, l.MaxAttempts, l.WorkerSlots, l.LLMConcurrency,
 		l.SessionTokens, l.History, strings.Join(c.Models, ","), l.MaxPrompt) + fmt.Sprintf(" llm_retries=%d master_retries=%d master_retry_delay=%s max_master_calls=%d outbox_retry_for=%s",
 		l.LLMRetries, l.MasterRetries, l.MasterRetry, l.MaxMasterCalls, l.OutboxRetryFor) +
-		" " + c.HandBack.String() + " " + c.Webhook.String() + " providers=" + providerList(c.Providers)
+		" " + c.HandBack.String() + " " + c.Webhook.String() + " " + c.Tools.String() + " providers=" + providerList(c.Providers)
 }
 
 // LogValue keeps secrets out of structured logs too.
