@@ -40,6 +40,8 @@ type Bot struct {
 	appID   string
 	botUser string
 
+	approvals *master.Approvals // decides the clicks on Approve and Deny
+
 	ctx context.Context // the bot's lifetime; handlers' work derives from it
 	wg  sync.WaitGroup
 }
@@ -49,8 +51,9 @@ type Store interface {
 	ActiveSession(ctx context.Context, threadID string) (master.Session, error)
 }
 
-// New builds the bot; Run connects it.
-func New(cfg Config, svc *master.Service, cmds *master.Commands, roles *master.Roles, store Store, logger *slog.Logger) (*Bot, error) {
+// New builds the bot; Run connects it. approvals decides the clicks on
+// the Approve and Deny buttons of requests to approve a call of a tool.
+func New(cfg Config, svc *master.Service, cmds *master.Commands, roles *master.Roles, approvals *master.Approvals, store Store, logger *slog.Logger) (*Bot, error) {
 	s, err := NewSession(cfg.Token, cfg.APIURL, Intents)
 	if err != nil {
 		return nil, err
@@ -60,7 +63,7 @@ func New(cfg Config, svc *master.Service, cmds *master.Commands, roles *master.R
 	// slow work runs on goroutines the bot owns.
 	s.SyncEvents = true
 	s.StateEnabled = true
-	b := &Bot{cfg: cfg, s: s, svc: svc, cmds: cmds, roles: roles, store: store, log: logger.With("component", "bot"), appID: cfg.AppID}
+	b := &Bot{cfg: cfg, s: s, svc: svc, cmds: cmds, roles: roles, approvals: approvals, store: store, log: logger.With("component", "bot"), appID: cfg.AppID}
 	s.AddHandler(b.onReady)
 	s.AddHandler(b.onInteraction)
 	s.AddHandler(b.onMessage)

@@ -183,36 +183,15 @@ type ApprovalStore interface {
 	SettleApproval(ctx context.Context, id int64) error
 }
 
-// ApprovalsConfig tunes Approvals.
-type ApprovalsConfig struct {
-	// Poll is how often decided requests are looked for, to show their
-	// outcome on their message.
-	Poll time.Duration
-	// Grace leaves a request just decided by a click to the click's own
-	// answer, which edits the message at once.
-	Grace time.Duration
-	Now   func() time.Time
-}
-
-// Approvals lets people decide on the calls that need approval, and
-// keeps each request's message showing its outcome, its buttons removed:
-// at once for a click, and within Poll for a request that expired or was
-// cancelled (or whose click could not be answered).
+// Approvals lets people decide on the calls that need approval.
 type Approvals struct {
-	cfg   ApprovalsConfig
 	store ApprovalStore
-	out   Messenger
 	log   *slog.Logger
 }
 
-// NewApprovals returns the approvals service; Run settles messages.
-func NewApprovals(cfg ApprovalsConfig, store ApprovalStore, out Messenger, logger *slog.Logger) *Approvals {
-	cfg.Poll = cmp.Or(cfg.Poll, 2*time.Second)
-	cfg.Grace = cmp.Or(cfg.Grace, 2*time.Second)
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	return &Approvals{cfg: cfg, store: store, out: out, log: logger.With("component", "approvals")}
+// NewApprovals returns the approvals service.
+func NewApprovals(store ApprovalStore, logger *slog.Logger) *Approvals {
+	return &Approvals{store: store, log: logger.With("component", "approvals")}
 }
 
 // NotDecider is what a member reads who may not decide on a request.
@@ -251,12 +230,42 @@ func (a *Approvals) Settled(ctx context.Context, id int64) error {
 	return a.store.SettleApproval(ctx, id)
 }
 
+// SettlerConfig tunes a Settler.
+type SettlerConfig struct {
+	// Poll is how often decided requests are looked for.
+	Poll time.Duration
+	// Grace leaves a request just decided by a click to the click's own
+	// answer, which edits the message at once.
+	Grace time.Duration
+	Now   func() time.Time
+}
+
+// Settler keeps each approval request's message showing its outcome,
+// its buttons removed, once it is decided: within Poll for a request
+// that expired or was cancelled, or whose click could not be answered.
+type Settler struct {
+	cfg   SettlerConfig
+	store ApprovalStore
+	out   Messenger
+	log   *slog.Logger
+}
+
+// NewSettler returns a settler; Run starts it.
+func NewSettler(cfg SettlerConfig, store ApprovalStore, out Messenger, logger *slog.Logger) *Settler {
+	cfg.Poll = cmp.Or(cfg.Poll, 2*time.Second)
+	cfg.Grace = cmp.Or(cfg.Grace, 2*time.Second)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Settler{cfg: cfg, store: store, out: out, log: logger.With("component", "approvals")}
+}
+
 // settleBatch bounds the messages one pass edits.
 const settleBatch = 20
 
 // Run edits the message of every decided request that still shows its
 // buttons, until ctx ends.
-func (a *Approvals) Run(ctx context.Context) error {
+func (a *Settler) Run(ctx context.Context) error {
 	drain(ctx, a.settle, settleBatch, a.cfg.Poll, nil, a.log, "settle approvals")
 	return nil
 }
@@ -265,7 +274,7 @@ func (a *Approvals) Run(ctx context.Context) error {
 // message that cannot be edited any more (its thread archived or
 // deleted) counts as settled. A failure ends the pass: the rest wait for
 // the next poll.
-func (a *Approvals) settle(ctx context.Context) (int, error) {
+func (a *Settler) settle(ctx context.Context) (int, error) {
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	list, err := a.store.UnsettledApprovals(qctx, a.cfg.Now().Add(-a.cfg.Grace), settleBatch)
 	cancel()

@@ -41,7 +41,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if cfg.Limits.WorkerSlots == 0 && !withBot {
 		return errors.New("CALLON_WORKER_SLOTS is 0: a worker process needs at least one slot")
 	}
-	roleFile, rolePolicy, err := rolesConfig(cfg)
+	toolMgr, err := newTools(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeTools(toolMgr, log)
+	roleFile, rolePolicy, err := rolesConfig(cfg, catalog{m: toolMgr, servers: cfg.MCPServers})
 	if err != nil {
 		return err
 	}
@@ -91,6 +96,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			TaskTimeout: lim.TaskTimeout,
 			WorkerModel: cfg.WorkerModel,
 			Wake:        wake(),
+			Tools:       toolbox{m: toolMgr, log: log},
+
+			ApprovalTimeout: cfg.Tools.ApprovalTimeout,
 		}, st, model, log)
 		g.Go(func() error { return pool.Run(ctx) })
 		cancelSession = func(id int64) { pool.CancelSession(id) }
@@ -98,11 +106,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 
 	if withBot {
 		svc := master.NewService(st, roles.Roster)
+		approvals := master.NewApprovals(st, log)
 		cmds := master.NewCommands(master.CommandsConfig{
 			Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 			CancelSession: cancelSession, Catalog: roles.Roster,
 		}, st, model, log)
-		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL}, svc, cmds, roles, st, log)
+		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL},
+			svc, cmds, roles, approvals, st, log)
 		if err != nil {
 			return err
 		}
@@ -118,10 +128,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		out := b.Messenger()
 		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake()}, st, out, log)
 		pres := master.NewPresenter(master.PresenterConfig{}, st, out, log)
+		settler := master.NewSettler(master.SettlerConfig{}, st, out, log)
 		g.Go(func() error { return b.Run(ctx) })
 		g.Go(func() error { return orch.Run(ctx) })
 		g.Go(func() error { return disp.Run(ctx) })
 		g.Go(func() error { return pres.Run(ctx) })
+		g.Go(func() error { return settler.Run(ctx) })
 		if cfg.Webhook.Enabled() {
 			hooks := newWebhookSender(cfg.Webhook, st, wake(), log)
 			g.Go(func() error { return hooks.Run(ctx) })
