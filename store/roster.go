@@ -92,7 +92,8 @@ func scanRole(row pgx.CollectableRow) (master.Role, error) {
 }
 
 // replaceRoster swaps a session's roster and cancels the queued tasks of
-// the roles it drops. It returns the dropped names.
+// the roles it drops, and those waiting for an approval. It returns the
+// dropped names.
 func replaceRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []master.Role) ([]string, error) {
 	rows, err := tx.Query(ctx, `DELETE FROM session_roles WHERE session_id = $1 RETURNING name`, sessionID)
 	if err != nil {
@@ -115,10 +116,16 @@ func replaceRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mas
 		return nil, nil
 	}
 	rows, err = tx.Query(ctx, `
-		UPDATE tasks SET state = 'cancelled', error = 'role removed from the team',
-		       ended_at = now(), updated_at = now()
-		WHERE session_id = $1 AND state = 'queued' AND role = ANY ($2)
-		RETURNING id`, sessionID, removed)
+		WITH cancelled AS (
+			UPDATE tasks SET state = 'cancelled', error = 'role removed from the team',
+			       ended_at = now(), updated_at = now()
+			WHERE session_id = $1 AND state IN ('queued', 'approval') AND role = ANY ($2)
+			RETURNING id
+		), unasked AS (
+			UPDATE approvals a SET state = 'cancelled', decided_at = now()
+			FROM cancelled c WHERE a.task_id = c.id AND a.state = 'pending'
+		)
+		SELECT id FROM cancelled`, sessionID, removed)
 	if err != nil {
 		return nil, err
 	}
