@@ -78,10 +78,15 @@ func (f *failures) Handle(_ context.Context, r slog.Record) error {
 		}
 	}
 	msg := r.Message
+	unreachable := false
 	r.Attrs(func(a slog.Attr) bool {
 		msg += " " + a.String()
+		unreachable = unreachable || (a.Key == "err" && strings.Contains(a.Value.String(), errUnreachable.Error()))
 		return true
 	})
+	if unreachable && strings.Contains(r.Message, "giving up on the turn") {
+		return nil // the model was unreachable more often than retries allow: the turn ends with an apology
+	}
 	f.mu.Lock()
 	f.errs = append(f.errs, msg)
 	f.mu.Unlock()
