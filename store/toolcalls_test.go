@@ -270,3 +270,39 @@ func TestRoleToolsAreStored(t *testing.T) {
 		t.Fatalf("Roster = %+v, %v, want the researcher's tools and none for the writer", roster, err)
 	}
 }
+
+// The status message and /team see the call a running task is making,
+// and the one a paused task waits to make.
+func TestActiveCalls(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	session := w.session()
+	turn, _ := w.enqueue(session, task("researcher", "read"), task("engineer", "write"))
+	if _, err := w.pool.Exec(w.ctx, `UPDATE turns SET round = 1 WHERE id = $1`, turn); err != nil {
+		t.Fatal(err)
+	}
+	tasks := w.claim("w1", 2)
+	reading := w.plan(tasks[0], 0, planned("a", "fetch_url", `{"url":"https://example.com"}`))
+	if err := w.store.StartToolCall(w.ctx, tasks[0].ID, tasks[0].Attempt, reading[0].Seq); err != nil {
+		t.Fatal(err)
+	}
+	w.pauseForApproval(tasks[1], time.Hour)
+	turns, err := w.store.ActiveTurns(w.ctx)
+	if err != nil || len(turns) != 1 {
+		t.Fatalf("ActiveTurns = %+v, %v", turns, err)
+	}
+	calls := turns[0].Calls
+	if calls[tasks[0].ID].Tool != "fetch_url" || !strings.Contains(calls[tasks[0].ID].Args, "example.com") || calls[tasks[1].ID].Tool != "fs__write" {
+		t.Errorf("Calls = %+v, want the started call and the one waiting for approval", calls)
+	}
+	v, err := w.store.TeamView(w.ctx, session, 10)
+	if err != nil || v.Calls[tasks[0].ID].Tool != "fetch_url" {
+		t.Errorf("TeamView calls = %+v, %v", v.Calls, err)
+	}
+	if err := w.store.RecordToolCall(w.ctx, tasks[0].ID, tasks[0].Attempt, reading[0].Seq, master.ToolResult{Text: "page"}); err != nil {
+		t.Fatal(err)
+	}
+	if turns, _ := w.store.ActiveTurns(w.ctx); len(turns) != 1 || turns[0].Calls[tasks[0].ID].Tool != "" {
+		t.Errorf("after the call: %+v, want no call shown for the researcher", turns[0].Calls)
+	}
+}

@@ -136,6 +136,10 @@ roles:
 	if !hasSignal(sigs, "TOOL", `"tool":"local__echo"`) || !hasSignal(sigs, "TOOL", `"tool":"remote__add"`) || !hasSignal(sigs, "TOOL", `"ok":true`) {
 		t.Errorf("signals lack a TOOL per call:\n%s", strings.Join(sigs, "\n"))
 	}
+	out, _, err := runCmd(t, map[string]string{"DATABASE_URL": w.dbURL}, "signals", "--thread", thread)
+	if err != nil || !strings.Contains(out, `"kind":"TOOL"`) || !strings.Contains(out, `local__echo`) {
+		t.Errorf("callon signals = %v:\n%s\nwant the TOOL signals", err, out)
+	}
 	team := embedText(w.command(thread, w.dc.UserID(), 0, "team"))
 	mustContain(t, "/team", team, "tools: local.echo", "tools: remote.add, fetch_url", "called **local.echo**")
 }
