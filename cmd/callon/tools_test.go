@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/callonbot/callon/bot/discordtest"
+	"github.com/callonbot/callon/config"
 	"github.com/callonbot/callon/llm/llmtest"
 	"github.com/callonbot/callon/tools/mcptest"
 )
@@ -239,5 +241,44 @@ func TestRolesSetTools(t *testing.T) {
 	reqs := workerRequests(w.ai.Requests(), "scout")
 	if names := reqs[0].Request.ToolNames(); !slices.Equal(names, []string{"report", "progress", "fetch_url", "local__echo"}) {
 		t.Errorf("scout offered %q, want its own tools only", names)
+	}
+}
+
+// TestReadmeToolsExamples keeps the README's roles files with MCP
+// servers valid: parsed, and every role's tools naming a declared
+// server (no server is started).
+func TestReadmeToolsExamples(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, block := range strings.Split(string(readme), "```yaml\n")[1:] {
+		example, _, _ := strings.Cut(block, "```")
+		if !strings.Contains(example, "mcp_servers:") {
+			continue
+		}
+		found++
+		path := filepath.Join(t.TempDir(), "roles.yaml")
+		if err := os.WriteFile(path, []byte(example), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{"CALLON_ROLES_FILE": path, "TICKETS_TOKEN": "t"}
+		cfg := config.Load(func(k string) string { return env[k] })
+		if err := cfg.Validate(0); err != nil {
+			t.Fatalf("README example %d: %v", found, err)
+		}
+		m, err := newTools(cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatalf("README example %d: %v", found, err)
+		}
+		t.Cleanup(func() { closeTools(m, slog.New(slog.DiscardHandler)) })
+		if _, _, err := rolesConfig(cfg, catalog{m: m, servers: cfg.MCPServers}); err != nil {
+			t.Fatalf("README example %d: %v", found, err)
+		}
+	}
+	if found < 2 {
+		t.Errorf("found %d README examples with mcp_servers, want the worked example and the remote one", found)
 	}
 }
