@@ -76,6 +76,8 @@ type Bot struct {
 	appID   string
 	botUser string
 
+	approvals *master.Approvals // decides the clicks on Approve and Deny
+
 	ctx context.Context // the bot's lifetime; handlers' work derives from it
 	wg  sync.WaitGroup
 
@@ -88,9 +90,10 @@ type Store interface {
 	ActiveSession(ctx context.Context, threadID string) (master.Session, error)
 }
 
-// New builds the bot; Run connects it.
-func New(cfg Config, svc *master.Service, cmds *master.Commands, roles *master.Roles, limits *master.Limits, store Store, logger *slog.Logger) (*Bot, error) {
-	b := &Bot{cfg: cfg, metrics: cfg.Metrics, svc: svc, cmds: cmds, roles: roles, limits: limits, store: store,
+// New builds the bot; Run connects it. approvals decides the clicks on
+// the Approve and Deny buttons of requests to approve a call of a tool.
+func New(cfg Config, svc *master.Service, cmds *master.Commands, roles *master.Roles, limits *master.Limits, approvals *master.Approvals, store Store, logger *slog.Logger) (*Bot, error) {
+	b := &Bot{cfg: cfg, metrics: cfg.Metrics, svc: svc, cmds: cmds, roles: roles, limits: limits, approvals: approvals, store: store,
 		log: logger.With("component", "bot"), appID: cfg.AppID}
 	if b.metrics == nil {
 		b.metrics = noMetrics{}

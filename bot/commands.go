@@ -43,7 +43,7 @@ type form struct {
 
 // buttons and modals are the registries of the bot's buttons and modals.
 var (
-	buttons = []form{dissolveConfirm, dissolveCancel}
+	buttons = []form{dissolveConfirm, dissolveCancel, approveButton, denyButton}
 	modals  = []form{rolesSetForm}
 )
 

@@ -121,6 +121,12 @@ func (b *Bot) completeRoles(i *discordgo.InteractionCreate) {
 		b.respondChoices(i, matching(b.roles.Policy().AllowedModels(), prefix))
 		return
 	}
+	if f.Name == "tools" {
+		ctx, cancel := context.WithTimeout(b.ctx, completeTimeout)
+		defer cancel()
+		b.respondChoices(i, completeListWith(typed(f), b.toolNames(ctx), master.ParseToolList))
+		return
+	}
 	if f.Name != "name" {
 		b.respondChoices(i, nil)
 		return
@@ -180,11 +186,16 @@ func matching(values []string, prefix string) []string {
 // far ("researcher, wr" → "researcher, writer"), leaving out the names
 // already in it.
 func completeList(typed string, names []string) []string {
+	return completeListWith(typed, names, master.ParseRoleNames)
+}
+
+// completeListWith is completeList with the list's own parser.
+func completeListWith(typed string, names []string, parse func(string) []string) []string {
 	head, last := "", typed
 	if i := strings.LastIndex(typed, ","); i >= 0 {
 		head, last = typed[:i], typed[i+1:]
 	}
-	chosen := master.ParseRoleNames(head)
+	chosen := parse(head)
 	var rest []string
 	for _, n := range names {
 		if !slices.Contains(chosen, n) {
@@ -199,4 +210,13 @@ func completeList(typed string, names []string) []string {
 		out = append(out, strings.Join(chosen, ", "))
 	}
 	return out
+}
+
+// toolNames is what a role's tools list may name: fetch_url, and the
+// tools of the configured MCP servers that answer in time.
+func (b *Bot) toolNames(ctx context.Context) []string {
+	if t := b.roles.Policy().Tools; t != nil {
+		return t.Names(ctx)
+	}
+	return []string{"fetch_url"}
 }

@@ -32,6 +32,7 @@ var descriptions = map[discordgo.Locale]map[string]string{
 		"roles.set.temperature": "Température d'échantillonnage, de 0 à 2",
 		"roles.set.max_tokens":  "Nombre maximal de jetons par réponse",
 		"roles.set.timeout":     "Secondes qu'il peut passer sur une sous-tâche",
+		"roles.set.tools":       "Ce qu'il peut utiliser, séparé par des virgules : fetch_url, serveur.outil, serveur.*",
 		"roles.remove":          "Retirer un rôle de ce salon ou de tout le serveur",
 		"roles.remove.name":     "Le rôle à retirer",
 		"roles.remove.scope":    "Ce salon seulement (par défaut), ou tout le serveur",

@@ -41,6 +41,23 @@ type outgoing struct {
 	EnforceNonce     bool                              `json:"enforce_nonce,omitempty"`
 	AllowedMentions  *discordgo.MessageAllowedMentions `json:"allowed_mentions"`
 	MessageReference *discordgo.MessageReference       `json:"message_reference,omitempty"`
+	Components       []discordgo.MessageComponent      `json:"components,omitempty"`
+}
+
+// components lays buttons out in action rows of at most five, as
+// Discord takes them.
+func components(buttons []master.Button) []discordgo.MessageComponent {
+	var rows []discordgo.MessageComponent
+	for len(buttons) > 0 {
+		n := min(len(buttons), 5)
+		row := discordgo.ActionsRow{}
+		for _, b := range buttons[:n] {
+			row.Components = append(row.Components, discordgo.Button{Label: b.Label, Style: discordgo.ButtonStyle(b.Style), CustomID: b.CustomID})
+		}
+		rows = append(rows, row)
+		buttons = buttons[n:]
+	}
+	return rows
 }
 
 // Send posts m with its nonce and enforce_nonce, so a resend after a crash
@@ -52,6 +69,7 @@ func (m *Messenger) Send(ctx context.Context, msg master.OutMessage) (string, er
 		Nonce:           msg.Nonce,
 		EnforceNonce:    msg.Nonce != "",
 		AllowedMentions: noMentions(),
+		Components:      components(msg.Buttons),
 	}
 	if msg.ReplyTo != "" {
 		no := false
@@ -136,12 +154,15 @@ func (m *Messenger) botID() string {
 	return ""
 }
 
-// Edit replaces a message's content, still pinging nobody.
+// Edit replaces a message's content and removes its buttons, still
+// pinging nobody.
 func (m *Messenger) Edit(ctx context.Context, channelID, messageID, content string) error {
+	none := []discordgo.MessageComponent{}
 	_, err := m.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
 		ID:              messageID,
 		Channel:         channelID,
 		Content:         &content,
+		Components:      &none,
 		AllowedMentions: noMentions(),
 	}, discordgo.WithContext(ctx))
 	if err != nil {

@@ -78,6 +78,10 @@ var rolesCommand = command{
 						Description: "Seconds it may spend on one subtask",
 						MinValue:    ptr(master.MinRoleTimeout.Seconds()), MaxValue: master.MaxRoleTimeout.Seconds(),
 					},
+					{
+						Type: discordgo.ApplicationCommandOptionString, Name: "tools", Autocomplete: true, MaxLength: maxToolsOption,
+						Description: "What it may use, comma-separated: fetch_url, server.tool, server.* (default: none)",
+					},
 				},
 			},
 			{
@@ -95,6 +99,9 @@ var rolesCommand = command{
 	handle:   (*Bot).handleRoles,
 	complete: (*Bot).completeRoles,
 }
+
+// maxToolsOption bounds the tools option, as typed.
+const maxToolsOption = 1000
 
 // notRoleAdmin answers a member who may not change roles.
 const notRoleAdmin = "Only members who can manage channels (or administrators) can see and change callon's roles."
@@ -192,7 +199,8 @@ func (b *Bot) runRoles(ctx context.Context, i *discordgo.InteractionCreate, sub 
 		if created {
 			verb = "added to"
 		}
-		done = fmt.Sprintf("✅ Role **%s** %s %s, running on `%s`.", strings.ToLower(strings.TrimSpace(role.Name)), verb, scopeName(scope), b.roles.Policy().ModelOf(role))
+		done = fmt.Sprintf("✅ Role **%s** %s %s, running on `%s`%s.", strings.ToLower(strings.TrimSpace(role.Name)), verb, scopeName(scope),
+			b.roles.Policy().ModelOf(role), master.ToolsLine(", with tools ", role.Tools))
 	case "remove":
 		name := sub.GetOption("name").StringValue()
 		if err := b.roles.RemoveRole(ctx, scope, name, by); err != nil {
@@ -270,6 +278,8 @@ func roleFromOptions(sub *discordgo.ApplicationCommandInteractionDataOption) mas
 			r.MaxTokens = int(o.IntValue())
 		case "timeout":
 			r.Timeout = time.Duration(o.IntValue()) * time.Second
+		case "tools":
+			r.Tools = master.ParseToolList(o.StringValue())
 		}
 	}
 	return r

@@ -13,7 +13,7 @@ import (
 )
 
 // rolesSetForm is /roles set's modal: the role's description, its prompt
-// on several lines, and its model. What the command's options gave is in
+// on several lines, its model and its tools. What the command's options gave is in
 // the custom_id: name, scope, temperature, max tokens, timeout.
 var rolesSetForm = form{prefix: "roles-set:", handle: (*Bot).submitRoleForm}
 
@@ -22,6 +22,7 @@ const (
 	formDescription = "description"
 	formPrompt      = "prompt"
 	formModel       = "model"
+	formTools       = "tools"
 	maxFormPrompt   = 4000
 )
 
@@ -56,6 +57,7 @@ func (b *Bot) showRoleForm(i *discordgo.InteractionCreate, sub *discordgo.Applic
 			input(formDescription, "Description (one line: what it is for)", discordgo.TextInputShort, r.Description, true, master.MaxDescriptionLen),
 			input(formPrompt, "Prompt (how the role works)", discordgo.TextInputParagraph, r.Prompt, true, min(maxFormPrompt, b.roles.Policy().MaxPromptLen())),
 			input(formModel, "Model (empty: the worker model)", discordgo.TextInputShort, r.Model, false, 100),
+			input(formTools, "Tools: fetch_url, server.tool, server.*", discordgo.TextInputShort, strings.Join(r.Tools, ", "), false, maxToolsOption),
 		}},
 	}, discordgo.WithContext(ctx))
 	if err != nil {

@@ -74,6 +74,7 @@ type Config struct {
 	Webhook     Webhook
 	Attachments Attachments
 	Caps        Caps
+	Tools       Tools
 
 	// Warnings are problems that do not stop callon: deprecated names,
 	// a database that is probably not the one meant. Log them at start.
@@ -155,6 +156,7 @@ func Load(getenv func(string) string) Config {
 	c.Webhook = p.webhook()
 	c.Attachments = p.attachments()
 	c.Caps = p.caps()
+	c.Tools = p.tools()
 	c.errs, c.Warnings = p.errs, p.warnings
 	if db := databaseName(c.DatabaseURL); db == "postgres" {
 		c.Warnings = append(c.Warnings, "DATABASE_URL names the database \"postgres\", Postgres's maintenance database: "+
@@ -272,6 +274,9 @@ func (c Config) attrs() []slog.Attr {
 		slog.Int("user_turns_per_minute", c.Caps.UserTurnsPerMinute),
 		slog.String("prices", c.Caps.pricesString()),
 		slog.String("retention", c.Caps.Retention.String()),
+		slog.String("fetch_allow", strings.Join(c.Tools.FetchAllow, ",")),
+		slog.String("approval_timeout", c.Tools.ApprovalTimeout.String()),
+		slog.String("mcp_servers", mcpServerNames(c.MCPServers)),
 	}
 }
 
@@ -415,4 +420,13 @@ func providerList(ps []Provider) string {
 		parts[i] = p.Name + "=" + RedactURL(p.BaseURL)
 	}
 	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// mcpServerNames lists the names of servers, comma separated.
+func mcpServerNames(servers []MCPServer) string {
+	names := make([]string, len(servers))
+	for i, s := range servers {
+		names[i] = s.Name
+	}
+	return strings.Join(names, ",")
 }

@@ -205,8 +205,10 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 			}
 		}
 	}
-	if len(rf.Rosters) == 0 {
-		return RolesFile{}, errors.New("defines no roles: give a default `roles:` list or `guilds:`")
+	// A file may declare only MCP servers or providers, for roles set by
+	// command; a file that declares nothing is a mistake.
+	if len(rf.Rosters) == 0 && len(rf.MCPServers) == 0 && len(rf.Providers) == 0 {
+		return RolesFile{}, errors.New("defines no roles: give a default `roles:` list or `guilds:` (or `mcp_servers:` for roles set by command)")
 	}
 	return rf, nil
 }

@@ -49,6 +49,9 @@ type Role struct {
 	Temperature *float32
 	MaxTokens   int
 	Timeout     time.Duration // 0 means the configured task timeout
+	// Tools is what the role's workers may call: "fetch_url",
+	// "<server>.<tool>" or "<server>.*" for every tool of an MCP server.
+	Tools []string
 }
 
 // TurnState is the life cycle of a turn.
@@ -104,10 +107,14 @@ type Turn struct {
 // TaskState is the life cycle of a task.
 type TaskState string
 
-// Task states. Everything but queued and running is terminal.
+// Task states. Everything but queued, running and approval is terminal.
 const (
-	TaskQueued    TaskState = "queued"
-	TaskRunning   TaskState = "running"
+	TaskQueued  TaskState = "queued"
+	TaskRunning TaskState = "running"
+	// TaskApproval is a task paused until a person approves or denies a
+	// call of one of its tools: held by no worker (no lease), open (its
+	// round waits for it), queued again once the call is decided.
+	TaskApproval  TaskState = "approval"
 	TaskDone      TaskState = "done"
 	TaskFailed    TaskState = "failed"
 	TaskBlocked   TaskState = "blocked"
@@ -117,7 +124,7 @@ const (
 )
 
 // Terminal reports whether a task in state s has ended.
-func (s TaskState) Terminal() bool { return s != TaskQueued && s != TaskRunning }
+func (s TaskState) Terminal() bool { return s != TaskQueued && s != TaskRunning && s != TaskApproval }
 
 // Task is one scoped subtask for one role, in one round of one turn.
 type Task struct {
@@ -200,6 +207,13 @@ const (
 	SignalHandoff      SignalKind = "HANDOFF"
 	SignalReport       SignalKind = "REPORT"
 	SignalWebhook      SignalKind = "WEBHOOK"
+	// SignalTool is one call of a tool, once it has ended: the tool, its
+	// arguments shortened, how long it took, whether it failed, and the
+	// size of its output.
+	SignalTool SignalKind = "TOOL"
+	// SignalNeedApproval is a task paused until a person decides on a
+	// call of one of its tools.
+	SignalNeedApproval SignalKind = "NEED_APPROVAL"
 )
 
 // Signal is one append-only event: written by the runtime in the same

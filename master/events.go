@@ -3,6 +3,7 @@ package master
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // DescribeSignal says in a few words what a signal means, for people:
@@ -25,6 +26,11 @@ func DescribeSignal(s Signal) string {
 		Done     bool   `json:"delivered"`
 		Failed   bool   `json:"failed"`
 		Thread   string `json:"from_thread"`
+		Tool     string `json:"tool"`
+		Args     string `json:"args"`
+		OK       bool   `json:"ok"`
+		Millis   int64  `json:"duration_ms"`
+		Size     int    `json:"size"`
 	}
 	_ = json.Unmarshal(s.Payload, &p)
 	who := "**" + s.Role + "**"
@@ -56,6 +62,14 @@ func DescribeSignal(s Signal) string {
 		return who + " asks" + withText(": ", p.Question, 60)
 	case SignalHandoff:
 		return fmt.Sprintf("%s handed over to **%s**", who, p.To)
+	case SignalTool:
+		call := "**" + ToolLabel(p.Tool) + "**" + argsText(p.Args)
+		if !p.OK {
+			return fmt.Sprintf("%s called %s: failed%s", who, call, withText(": ", p.Error, 60))
+		}
+		return fmt.Sprintf("%s called %s (%s, %s)", who, call, Elapsed(time.Duration(p.Millis)*time.Millisecond), ByteSize(p.Size))
+	case SignalNeedApproval:
+		return fmt.Sprintf("%s waits for approval to call **%s**%s", who, ToolLabel(p.Tool), argsText(p.Args))
 	case SignalReport:
 		if p.Thread != "" {
 			return fmt.Sprintf("a report came from <#%s>", p.Thread)
@@ -77,10 +91,31 @@ func DescribeSignal(s Signal) string {
 	return string(s.Kind)
 }
 
+// argsText is a call's arguments after its tool's name, as code, or ""
+// for none.
+func argsText(args string) string {
+	if args = ShortArgs(args, 60); args == "" || args == "{}" {
+		return ""
+	}
+	return " " + codeSpan(args)
+}
+
 // withText is sep and text on one line, shortened, or "" for no text.
 func withText(sep, text string, max int) string {
 	if text == "" {
 		return ""
 	}
 	return sep + oneLine(text, max)
+}
+
+// ByteSize is n bytes for people: "512 B", "12 KiB", "3.4 MiB".
+func ByteSize(n int) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%d KiB", (n+1<<9)>>10)
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
 }

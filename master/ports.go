@@ -43,7 +43,29 @@ const (
 	OutNotice   OutKind = "notice"
 	OutSummary  OutKind = "summary"
 	OutReport   OutKind = "report"
+	// OutApproval asks a person to approve or deny a call of a tool,
+	// with buttons.
+	OutApproval OutKind = "approval"
 )
+
+// ButtonStyle is how a button looks: Discord's styles 1 to 4.
+type ButtonStyle int
+
+// Button styles.
+const (
+	ButtonPrimary   ButtonStyle = 1
+	ButtonSecondary ButtonStyle = 2
+	ButtonSuccess   ButtonStyle = 3
+	ButtonDanger    ButtonStyle = 4
+)
+
+// Button is a button on a message the team posts. A click reaches the
+// bot with CustomID, which routes it.
+type Button struct {
+	Label    string      `json:"label"`
+	Style    ButtonStyle `json:"style"`
+	CustomID string      `json:"custom_id"`
+}
 
 // OutMessage is a message the team will post, durable before it is sent.
 type OutMessage struct {
@@ -54,8 +76,11 @@ type OutMessage struct {
 	ChannelID string
 	// ReplyTo is the message this one answers; only a reply's first part
 	// carries it.
-	ReplyTo  string
-	Content  string
+	ReplyTo string
+	Content string
+	// Buttons are shown under the content, in one row; none for most
+	// messages.
+	Buttons  []Button
 	Part     int
 	Nonce    string // unique, at most 25 characters
 	Attempts int    // sends tried so far
@@ -68,16 +93,25 @@ type OutMessage struct {
 
 // TurnStatus is a running turn with what its team is doing.
 type TurnStatus struct {
-	Turn      Turn
-	ThreadID  string
-	Tasks     []Task
-	Progress  map[int64]Progress // latest PROGRESS per task id
+	Turn     Turn
+	ThreadID string
+	Tasks    []Task
+	Progress map[int64]Progress // latest PROGRESS per task id
+	// Calls are the tool calls under way, or waiting for approval, by
+	// task id.
+	Calls     map[int64]ToolActivity
 	StartedAt time.Time
 	// RepliedAt is when the reply's first part was sent; zero before.
 	RepliedAt time.Time
 	// Spent is the session's usage by model, read for a turn whose
 	// status message settles.
 	Spent []Usage
+}
+
+// ToolActivity is a tool call a task is making, or waits to make.
+type ToolActivity struct {
+	Tool string // as the model called it
+	Args string // shortened
 }
 
 // Progress is a worker's latest progress note.
@@ -94,7 +128,8 @@ type Messenger interface {
 	// posted since m.MaybeSentAt, and returns its id, or "" when it is
 	// not there.
 	Find(ctx context.Context, m OutMessage) (messageID string, err error)
-	// Edit replaces the content of a message the bot posted.
+	// Edit replaces the content of a message the bot posted, and removes
+	// its buttons: an edited message has been settled.
 	Edit(ctx context.Context, channelID, messageID, content string) error
 	// Typing shows the typing indicator in a channel for a few seconds.
 	Typing(ctx context.Context, channelID string) error

@@ -102,7 +102,7 @@ func masterSystemPrompt(c turnContext, older []Exchange) string {
 	fmt.Fprintf(&b, "You are the coordinator of a team working in a Discord thread on this goal:\n%s\n\n", c.session.Goal)
 	b.WriteString("Your team:\n")
 	for _, r := range c.roster {
-		fmt.Fprintf(&b, "- %s: %s\n", r.Name, r.Description)
+		fmt.Fprintf(&b, "- %s: %s%s\n", r.Name, r.Description, ToolsLine(" (tools: ", r.Tools)+closing(r.Tools))
 	}
 	b.WriteString(`
 How you work:
@@ -204,4 +204,12 @@ func formatResults(tasks []Task) string {
 		}
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// closing closes the parenthesis ToolsLine opened for a role's tools.
+func closing(tools []string) string {
+	if len(tools) == 0 {
+		return ""
+	}
+	return ")"
 }

@@ -63,8 +63,15 @@ func TestStatusGolden(t *testing.T) {
 			{ID: 1, Round: 1, Role: "researcher", State: TaskRunning, StartedAt: start.Add(time.Second)},
 			{ID: 2, Round: 1, Role: "writer", State: TaskQueued},
 			{ID: 3, Round: 1, Role: "reviewer", State: TaskDone, StartedAt: start, EndedAt: start.Add(4 * time.Second), Result: "SECRET RESULT"},
+			{ID: 4, Round: 1, Role: "scout", State: TaskRunning, StartedAt: start.Add(2 * time.Second)},
+			{ID: 5, Round: 1, Role: "engineer", State: TaskApproval, StartedAt: start.Add(2 * time.Second)},
 		},
 		Progress: map[int64]Progress{1: {Percent: 40, Note: "reading the docs"}},
+		Calls: map[int64]ToolActivity{
+			4: {Tool: "fetch_url", Args: `{"url":"https://example.com/@everyone"}`},
+			5: {Tool: "git__push", Args: "{\"branch\":\"`main`\"}"},
+			3: {Tool: "never__shown", Args: "{}"},
+		},
 	}
 	got := RenderStatus(ts, start.Add(12*time.Second))
 	if strings.Contains(got, "SECRET RESULT") {

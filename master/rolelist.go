@@ -68,6 +68,9 @@ func roleLine(e RoleEntry, p RolePolicy) string {
 	if e.Timeout > 0 {
 		extra = append(extra, fmt.Sprintf("timeout %s", e.Timeout))
 	}
+	if len(e.Tools) > 0 {
+		extra = append(extra, ToolsLine("tools ", e.Tools))
+	}
 	meta := append([]string{"model " + model}, extra...)
 	meta = append(meta, "source: "+string(e.Source))
 	if e.UpdatedBy != "" {

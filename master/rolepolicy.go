@@ -1,10 +1,12 @@
 package master
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -39,6 +41,58 @@ type RolePolicy struct {
 	MaxPrompt int
 	// MaxRoles bounds a roster; 0 means no bound.
 	MaxRoles int
+	// Tools checks and lists what a role's tools list may name; nil
+	// allows fetch_url only.
+	Tools ToolCatalog
+}
+
+// ToolCatalog is the tools roles may be given: fetch_url and the tools
+// of the MCP servers the deployment configures.
+type ToolCatalog interface {
+	// Check reports the entries of a tools list that name neither
+	// fetch_url nor a tool of a configured MCP server.
+	Check(tools []string) error
+	// Names lists what a tools list may hold, for autocomplete:
+	// fetch_url, each server's "<server>.*" and the tools of the servers
+	// that answer within ctx.
+	Names(ctx context.Context) []string
+}
+
+// MaxRoleTools bounds a role's tools list.
+const MaxRoleTools = 32
+
+// fetchURL is the built-in tool every deployment has.
+const fetchURL = "fetch_url"
+
+// checkTools reports the first problem with a role's tools list.
+func (p RolePolicy) checkTools(tools []string) error {
+	if len(tools) > MaxRoleTools {
+		return roleErrorf("%d tools; a role may list at most %d (a server's tools can be listed at once as server.*)", len(tools), MaxRoleTools)
+	}
+	if p.Tools == nil {
+		for _, t := range tools {
+			if t != fetchURL {
+				return roleErrorf("tools: %q: no MCP server is configured; only %s can be used", t, fetchURL)
+			}
+		}
+		return nil
+	}
+	if err := p.Tools.Check(tools); err != nil {
+		return roleErrorf("%s", err.Error())
+	}
+	return nil
+}
+
+// ParseToolList reads a tools list typed as one line: entries separated
+// by commas or spaces, duplicates dropped.
+func ParseToolList(s string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // ModelAllowed reports whether a role may name model.
@@ -103,7 +157,7 @@ func (p RolePolicy) CheckRole(r Role) error {
 	case r.Timeout != 0 && (r.Timeout < MinRoleTimeout || r.Timeout > MaxRoleTimeout):
 		return roleErrorf("the timeout %s is out of range: use %s to %s", r.Timeout, MinRoleTimeout, MaxRoleTimeout)
 	}
-	return nil
+	return p.checkTools(r.Tools)
 }
 
 // CheckRoster reports the first problem with a whole roster: too many
@@ -134,5 +188,6 @@ func normalizeRole(r Role) Role {
 	r.Description = strings.TrimSpace(r.Description)
 	r.Prompt = strings.TrimSpace(r.Prompt)
 	r.Model = strings.TrimSpace(r.Model)
+	r.Tools = ParseToolList(strings.Join(r.Tools, ","))
 	return r
 }

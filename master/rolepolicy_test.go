@@ -2,6 +2,7 @@ package master_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -180,5 +181,48 @@ func TestMayManageRoles(t *testing.T) {
 		if got := master.MayManageRoles(tc.perms); got != tc.want {
 			t.Errorf("MayManageRoles(%d): got %v, want %v", tc.perms, got, tc.want)
 		}
+	}
+}
+
+// catalogFake is a ToolCatalog that knows the tools of server "fs".
+type catalogFake struct{}
+
+func (catalogFake) Check(tools []string) error {
+	for _, t := range tools {
+		if t != "fetch_url" && !strings.HasPrefix(t, "fs.") {
+			return fmt.Errorf("tools: %q: no MCP server is configured for it", t)
+		}
+	}
+	return nil
+}
+func (catalogFake) Names(context.Context) []string { return []string{"fetch_url", "fs.*"} }
+
+func TestRoleToolsPolicy(t *testing.T) {
+	t.Parallel()
+	role := master.Role{Name: "scout", Description: "Scouts", Prompt: "You scout."}
+	with := func(tools ...string) master.Role { r := role; r.Tools = tools; return r }
+	many := make([]string, master.MaxRoleTools+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("fs.t%d", i)
+	}
+	for _, tc := range []struct {
+		name    string
+		policy  master.RolePolicy
+		role    master.Role
+		wantErr string
+	}{
+		{"no catalog, fetch_url", master.RolePolicy{}, with("fetch_url"), ""},
+		{"no catalog, a server's tool", master.RolePolicy{}, with("fs.read"), "no MCP server is configured"},
+		{"catalog", master.RolePolicy{Tools: catalogFake{}}, with("fetch_url", "fs.*"), ""},
+		{"catalog refuses", master.RolePolicy{Tools: catalogFake{}}, with("git.push"), `"git.push"`},
+		{"too many", master.RolePolicy{Tools: catalogFake{}}, with(many...), "at most 32"},
+	} {
+		err := tc.policy.CheckRole(tc.role)
+		if (tc.wantErr == "") != (err == nil) || (err != nil && (!strings.Contains(err.Error(), tc.wantErr) || master.ErrorCode(err) != master.EInvalid)) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.wantErr)
+		}
+	}
+	if got := master.ParseToolList(" fetch_url, fs.read_file fs.Write,,fetch_url "); strings.Join(got, "|") != "fetch_url|fs.read_file|fs.Write" {
+		t.Errorf("ParseToolList: got %q", got)
 	}
 }

@@ -171,6 +171,7 @@ func RenderStatus(ts TurnStatus, now time.Time) string {
 				fmt.Fprintf(&b, " %s", oneLine(p.Note, 80))
 			}
 		}
+		b.WriteString(activity(ts.Calls, t))
 		switch {
 		case !t.EndedAt.IsZero() && !t.StartedAt.IsZero():
 			fmt.Fprintf(&b, " · %s", Elapsed(t.EndedAt.Sub(t.StartedAt)))
@@ -211,6 +212,16 @@ func SettledStatus(ts TurnStatus, prices Prices) string {
 	}
 }
 
+// activity is the tool call a running task is making, or a paused one
+// waits to make: " · fetch_url `{…}`", or "".
+func activity(calls map[int64]ToolActivity, t Task) string {
+	c, ok := calls[t.ID]
+	if !ok || (t.State != TaskRunning && t.State != TaskApproval) {
+		return ""
+	}
+	return " · " + ToolLabel(c.Tool) + argsText(c.Args)
+}
+
 func currentRound(ts TurnStatus) []Task {
 	var out []Task
 	for _, t := range ts.Tasks {
@@ -231,6 +242,8 @@ func stateLabel(s TaskState) string {
 		return "done ✓"
 	case TaskNeedInfo:
 		return "needs info"
+	case TaskApproval:
+		return "waits for approval"
 	case TaskTimeout:
 		return "timed out"
 	default:

@@ -14,7 +14,7 @@ type MemberState string
 const (
 	MemberIdle    MemberState = "idle"
 	MemberWorking MemberState = "working"
-	MemberBlocked MemberState = "blocked" // blocked, or waiting for an answer
+	MemberBlocked MemberState = "blocked" // blocked, or waiting for an answer or an approval
 )
 
 // Member is a role with its derived state.
@@ -41,6 +41,9 @@ func Members(roster []Role, turn *Turn, tasks []Task) []Member {
 			if !t.State.Terminal() {
 				out[i].State = MemberWorking
 			}
+			if t.State == TaskApproval {
+				out[i].State = MemberBlocked
+			}
 			latest = t
 		}
 		if out[i].State == MemberIdle && open && latest != nil &&
@@ -58,7 +61,10 @@ type TeamView struct {
 	Turn     *Turn  // the open turn, else the latest; nil before any
 	Tasks    []Task // the turn's tasks
 	Progress map[int64]Progress
-	Signals  []Signal // the latest few, oldest first
+	// Calls are the tool calls under way, or waiting for approval, by
+	// task id.
+	Calls   map[int64]ToolActivity
+	Signals []Signal // the latest few, oldest first
 	// Dispatched are the teams this session's master started elsewhere.
 	Dispatched []Session
 	Spend      SessionSpend // what the team used, by model, and its own budget
@@ -106,7 +112,7 @@ func RenderTeam(v TeamView, workerModel string) Embed {
 		if model == "" {
 			model = workerModel
 		}
-		fmt.Fprintf(&members, "%s **%s** · `%s` · %s\n", stateIcon(m.State), m.Role.Name, model, m.State)
+		fmt.Fprintf(&members, "%s **%s** · `%s` · %s%s\n", stateIcon(m.State), m.Role.Name, model, m.State, ToolsLine(" · tools: ", m.Role.Tools))
 	}
 	e.Fields = append(e.Fields, EmbedField{Name: "Members", Value: members.String()})
 
@@ -123,6 +129,7 @@ func RenderTeam(v TeamView, workerModel string) Embed {
 			if p, ok := v.Progress[t.ID]; ok && t.State == TaskRunning {
 				fmt.Fprintf(&work, " · %d%% %s", p.Percent, oneLine(p.Note, 60))
 			}
+			work.WriteString(activity(v.Calls, t))
 			switch {
 			case !t.EndedAt.IsZero() && !t.StartedAt.IsZero():
 				fmt.Fprintf(&work, " · %s", Elapsed(t.EndedAt.Sub(t.StartedAt)))
@@ -166,6 +173,14 @@ func RenderTeam(v TeamView, workerModel string) Embed {
 	}
 	e.Footer = fmt.Sprintf("%s · session #%d", spent, v.Session.ID)
 	return e.Fit()
+}
+
+// ToolsLine is prefix and a role's tools list, or "" for none.
+func ToolsLine(prefix string, tools []string) string {
+	if len(tools) == 0 {
+		return ""
+	}
+	return prefix + Truncate(strings.Join(tools, ", "), 200)
 }
 
 func stateIcon(s MemberState) string {

@@ -97,7 +97,7 @@ func New(cfg Config) *Registry {
 		llmCost: f.counterVec("callon_llm_cost_total",
 			"Cost of model calls in the price table's currency, by caller and model; only models with a price.", "caller", "model"),
 		toolCalls: f.counterVec("callon_tool_calls_total",
-			"Tool calls made by models, by caller (master or worker), tool, and result (ok or invalid).", "caller", "tool", "result"),
+			"Tool calls made by models, by caller (master or worker), tool, and result (ok, invalid or refused).", "caller", "tool", "result"),
 		tasksEnded: f.counterVec("callon_tasks_ended_total",
 			"Tasks whose outcome a worker wrote, by state: done, failed, blocked, need_info, timeout.", "state"),
 		taskDuration: f.histogramVec("callon_task_duration_seconds",

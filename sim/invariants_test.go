@@ -78,10 +78,15 @@ func (f *failures) Handle(_ context.Context, r slog.Record) error {
 		}
 	}
 	msg := r.Message
+	unreachable := false
 	r.Attrs(func(a slog.Attr) bool {
 		msg += " " + a.String()
+		unreachable = unreachable || (a.Key == "err" && strings.Contains(a.Value.String(), errUnreachable.Error()))
 		return true
 	})
+	if unreachable && strings.Contains(r.Message, "giving up on the turn") {
+		return nil // the model was unreachable more often than retries allow: the turn ends with an apology
+	}
 	f.mu.Lock()
 	f.errs = append(f.errs, msg)
 	f.mu.Unlock()
@@ -128,6 +133,18 @@ func (s *sequence) check() {
 	if open > maxQueued {
 		s.fatalf("%d turns queued or running, more than the queue's %d", open, maxQueued)
 	}
+	// A task waits for an approval exactly while its request is pending,
+	// and holds no lease meanwhile.
+	var paused int
+	if err := s.pool.QueryRow(s.ctx, `SELECT
+		(SELECT count(*) FROM tasks t WHERE t.state = 'approval' AND (t.lease_until IS NOT NULL OR t.worker_id IS NOT NULL
+		    OR (SELECT count(*) FROM approvals a WHERE a.task_id = t.id AND a.state = 'pending') <> 1))
+		+ (SELECT count(*) FROM approvals a JOIN tasks t ON t.id = a.task_id WHERE a.state = 'pending' AND t.state <> 'approval')`).Scan(&paused); err != nil {
+		s.fatalf("check: %v", err)
+	}
+	if paused > 0 {
+		s.fatalf("%d tasks and approval requests disagree on who waits for a decision", paused)
+	}
 	s.out.mu.Lock()
 	twice := s.out.twice
 	s.out.mu.Unlock()
@@ -145,7 +162,7 @@ func (s *sequence) checkEnd() {
 		s.fatalf("checkEnd: %v", err)
 	}
 	var openTasks int
-	if err := s.pool.QueryRow(s.ctx, `SELECT count(*) FROM tasks WHERE state IN ('queued', 'running')`).Scan(&openTasks); err != nil {
+	if err := s.pool.QueryRow(s.ctx, `SELECT count(*) FROM tasks WHERE state IN ('queued', 'running', 'approval')`).Scan(&openTasks); err != nil {
 		s.fatalf("checkEnd: %v", err)
 	}
 	if openTasks > 0 {

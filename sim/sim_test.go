@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/callonbot/callon/master"
@@ -185,6 +186,8 @@ func (s *sequence) run(n int) {
 		{"redeliver", 2, s.redeliver},
 		{"dissolve", 1, s.dissolve},
 		{"fetch", 8, s.fetch},
+		{"decide", 6, s.decide},
+		{"approvals expire", 2, s.expireApprovals},
 	}
 	total := 0
 	for _, e := range evs {
@@ -279,9 +282,55 @@ func (s *sequence) work() {
 	if len(tasks) == 0 || s.rng.IntN(20) == 0 {
 		return // nothing to do, or it stalls until its lease expires
 	}
+	if s.rng.IntN(6) == 0 {
+		s.pause(tasks[0]) // a call of one of its tools needs a person's approval
+		return
+	}
 	out := workerOutcome(s.rng, s.inquisitive, s.text)
 	if _, err := s.st.CompleteTask(s.ctx, tasks[0].ID, tasks[0].Attempt, out); err != nil && !errors.Is(err, master.ErrStale) {
 		s.fatalf("CompleteTask: %v", err)
+	}
+}
+
+// pause makes a claimed task plan a call of a tool that needs a
+// person's approval, and pause for it.
+func (s *sequence) pause(t master.Task) {
+	recs, err := s.st.PlanToolCalls(s.ctx, t.ID, t.Attempt, 0, []master.PlannedCall{{CallID: "c", Name: "ops__deploy", Args: `{"env":"prod"}`}})
+	if err != nil {
+		s.fatalf("PlanToolCalls: %v", err)
+	}
+	if _, err := s.st.PauseForApproval(s.ctx, t.ID, t.Attempt, recs[0].Seq, time.Hour, master.Usage{PromptTokens: 1}); err != nil {
+		s.fatalf("PauseForApproval: %v", err)
+	}
+}
+
+// decide is a person approving or denying one pending request, now and
+// then twice.
+func (s *sequence) decide() {
+	var ids []int64
+	rows, err := s.pool.Query(s.ctx, `SELECT id FROM approvals WHERE state = 'pending' ORDER BY id`)
+	if err == nil {
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	}
+	if err != nil {
+		s.fatalf("pending approvals: %v", err)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	id := ids[s.rng.IntN(len(ids))]
+	for range 1 + s.rng.IntN(2) {
+		if _, err := s.st.DecideApproval(s.ctx, id, s.rng.IntN(2) == 0, "u"); err != nil {
+			s.fatalf("DecideApproval: %v", err)
+		}
+	}
+}
+
+// expireApprovals lets every pending request's time run out, and sweeps.
+func (s *sequence) expireApprovals() {
+	s.exec(`UPDATE approvals SET expires_at = now() - interval '1 second' WHERE state = 'pending'`)
+	if _, _, err := s.st.SweepExpired(s.ctx); err != nil {
+		s.fatalf("SweepExpired: %v", err)
 	}
 }
 
@@ -349,13 +398,14 @@ func (s *sequence) settle() {
 			}
 		}
 		s.expire() // a task or a download stalled by the sequence
+		s.expireApprovals()
 		s.fetch()
 		s.flush()
 		s.check()
 		var open int
 		if err := s.pool.QueryRow(s.ctx, `SELECT
 			(SELECT count(*) FROM turns u JOIN sessions x ON x.id = u.session_id WHERE u.state IN ('queued', 'running') AND x.state = 'active')
-			+ (SELECT count(*) FROM tasks WHERE state IN ('queued', 'running'))
+			+ (SELECT count(*) FROM tasks WHERE state IN ('queued', 'running', 'approval'))
 			+ (SELECT count(*) FROM outbox WHERE state = 'pending')
 			+ (SELECT count(*) FROM attachments a JOIN turns u ON u.id = a.turn_id
 			   WHERE a.state = 'pending' AND u.state IN ('queued', 'running'))`).Scan(&open); err != nil {

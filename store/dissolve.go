@@ -73,7 +73,7 @@ func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string, f
 	// team is gone. (One a sender is posting right now may still land.)
 	if _, err := tx.Exec(ctx, `UPDATE outbox SET state = 'cancelled', lease_until = NULL, lease_owner = NULL,
 		error = 'the team was dissolved'
-		WHERE session_id = $1 AND state = 'pending' AND kind IN ('reply', 'question')`, sessionID); err != nil {
+		WHERE session_id = $1 AND state = 'pending' AND kind IN ('reply', 'question', 'approval')`, sessionID); err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
 	if err := queueNotice(ctx, tx, sessionID, master.OutSummary, threadID, summary); err != nil {

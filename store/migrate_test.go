@@ -11,7 +11,7 @@ import (
 )
 
 // wantVersions is every migration the binary embeds.
-const wantVersions = 8
+const wantVersions = 9
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()

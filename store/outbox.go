@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -39,17 +40,24 @@ func (s *Store) ClaimOutbox(ctx context.Context, owner string, n int, lease time
 		       maybe_sent_at = coalesce(o.maybe_sent_at, now())
 		FROM before WHERE o.id = before.id
 		RETURNING o.id, coalesce(o.session_id, 0), coalesce(o.turn_id, 0), o.kind, o.channel_id,
-		          coalesce(o.reply_to, ''), o.content, o.part, o.nonce, o.attempts, o.created_at, before.maybe_sent_at`, n, lease, owner)
+		          coalesce(o.reply_to, ''), o.content, o.buttons, o.part, o.nonce, o.attempts, o.created_at, before.maybe_sent_at`, n, lease, owner)
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
 	}
 	msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.OutMessage, error) {
 		var m master.OutMessage
 		var maybe *time.Time
-		err := r.Scan(&m.ID, &m.SessionID, &m.TurnID, &m.Kind, &m.ChannelID, &m.ReplyTo, &m.Content, &m.Part, &m.Nonce,
+		var buttons []byte
+		err := r.Scan(&m.ID, &m.SessionID, &m.TurnID, &m.Kind, &m.ChannelID, &m.ReplyTo, &m.Content, &buttons, &m.Part, &m.Nonce,
 			&m.Attempts, &m.CreatedAt, &maybe)
+		if err != nil {
+			return m, err
+		}
 		m.MaybeSentAt = orZero(maybe)
-		return m, err
+		if err := json.Unmarshal(buttons, &m.Buttons); err != nil {
+			return m, fmt.Errorf("outbox %d buttons: %w", m.ID, err)
+		}
+		return m, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)

@@ -18,7 +18,7 @@ var _ master.RoleStore = (*Store)(nil)
 func (s *Store) ConfiguredRoles(ctx context.Context, guildID, channelID string) ([]master.RoleEntry, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT guild_id, channel_id, name, description, prompt, model, temperature, max_tokens, timeout_ms,
-			updated_by, updated_at
+			tools, updated_by, updated_at
 		FROM channel_roles WHERE guild_id = $1 AND channel_id IN ($2, '')
 		ORDER BY channel_id, id`, guildID, channelID)
 	if err != nil {
@@ -28,8 +28,11 @@ func (s *Store) ConfiguredRoles(ctx context.Context, guildID, channelID string) 
 		var e master.RoleEntry
 		var maxTokens, timeout *int32
 		err := row.Scan(&e.Scope.GuildID, &e.Scope.ChannelID, &e.Name, &e.Description, &e.Prompt, &e.Model,
-			&e.Temperature, &maxTokens, &timeout, &e.UpdatedBy, &e.UpdatedAt)
+			&e.Temperature, &maxTokens, &timeout, &e.Tools, &e.UpdatedBy, &e.UpdatedAt)
 		e.MaxTokens, e.Timeout = fromLimits(maxTokens, timeout)
+		if len(e.Tools) == 0 {
+			e.Tools = nil
+		}
 		return e, err
 	})
 	if err != nil {
@@ -68,15 +71,15 @@ func (s *Store) SetRole(ctx context.Context, scope master.RoleScope, r master.Ro
 	var created bool
 	if err := tx.QueryRow(ctx, `
 		INSERT INTO channel_roles AS c (guild_id, channel_id, name, description, prompt, model, temperature,
-			max_tokens, timeout_ms, updated_by)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			max_tokens, timeout_ms, tools, updated_by)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (guild_id, channel_id, name) DO UPDATE SET
 			description = excluded.description, prompt = excluded.prompt, model = excluded.model,
 			temperature = excluded.temperature, max_tokens = excluded.max_tokens, timeout_ms = excluded.timeout_ms,
-			updated_by = excluded.updated_by, updated_at = now()
+			tools = excluded.tools, updated_by = excluded.updated_by, updated_at = now()
 		RETURNING c.xmax = 0`,
 		scope.GuildID, scope.ChannelID, r.Name, r.Description, r.Prompt, r.Model, r.Temperature,
-		maxTokens, timeout, by).Scan(&created); err != nil {
+		maxTokens, timeout, toolList(r.Tools), by).Scan(&created); err != nil {
 		return false, fmt.Errorf("set role: %w", err)
 	}
 	if err := recordRoleChange(ctx, tx, scope, master.RoleSet, []string{r.Name}, definition(r), by); err != nil {
@@ -168,9 +171,9 @@ func deleteRoles(ctx context.Context, tx pgx.Tx, scope master.RoleScope, name st
 	rows, err := tx.Query(ctx, `
 		WITH d AS (
 			DELETE FROM channel_roles WHERE guild_id = $1 AND channel_id = $2 AND ($3 = '' OR name = $3)
-			RETURNING id, name, description, prompt, model, temperature, max_tokens, timeout_ms
+			RETURNING id, `+roleColumns+`
 		)
-		SELECT name, description, prompt, model, temperature, max_tokens, timeout_ms FROM d ORDER BY id`,
+		SELECT `+roleColumns+` FROM d ORDER BY id`,
 		scope.GuildID, scope.ChannelID, name)
 	if err != nil {
 		return nil, err
@@ -200,11 +203,20 @@ type roleDefinition struct {
 	Temperature *float32 `json:"temperature,omitempty"`
 	MaxTokens   int      `json:"max_tokens,omitempty"`
 	TimeoutMS   int64    `json:"timeout_ms,omitempty"`
+	Tools       []string `json:"tools,omitempty"`
 }
 
 func definition(r master.Role) roleDefinition {
 	return roleDefinition{Description: r.Description, Prompt: r.Prompt, Model: r.Model,
-		Temperature: r.Temperature, MaxTokens: r.MaxTokens, TimeoutMS: r.Timeout.Milliseconds()}
+		Temperature: r.Temperature, MaxTokens: r.MaxTokens, TimeoutMS: r.Timeout.Milliseconds(), Tools: r.Tools}
+}
+
+// toolList is a role's tools as a column: never NULL.
+func toolList(tools []string) []string {
+	if tools == nil {
+		return []string{}
+	}
+	return cleanAll(tools)
 }
 
 // toLimits is a role's optional limits as nullable columns.

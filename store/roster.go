@@ -16,7 +16,12 @@ func insertRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mast
 	n := len(roster)
 	names, descs, prompts, models := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	temps, maxTokens, timeouts := make([]*float32, n), make([]*int32, n), make([]*int32, n)
+	tools := make([][]string, n) // ragged: passed as JSON, since Postgres arrays are not
 	for i, r := range roster {
+		tools[i] = cleanAll(r.Tools)
+		if tools[i] == nil {
+			tools[i] = []string{}
+		}
 		names[i], descs[i], prompts[i], models[i] = r.Name, master.CleanText(r.Description), master.CleanText(r.Prompt), r.Model
 		temps[i] = r.Temperature
 		if r.MaxTokens > 0 {
@@ -28,12 +33,17 @@ func insertRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mast
 			timeouts[i] = &v
 		}
 	}
-	_, err := tx.Exec(ctx, `
-		INSERT INTO session_roles (session_id, name, description, prompt, model, temperature, max_tokens, timeout_ms, position)
-		SELECT $1, r.name, r.description, r.prompt, r.model, r.temperature, r.max_tokens, r.timeout_ms, r.position
+	toolsJSON, err := marshalJSON(tools)
+	if err != nil {
+		return fmt.Errorf("insert roster: %w", err)
+	}
+	_, err = tx.Exec(ctx, `
+		INSERT INTO session_roles (session_id, name, description, prompt, model, temperature, max_tokens, timeout_ms, tools, position)
+		SELECT $1, r.name, r.description, r.prompt, r.model, r.temperature, r.max_tokens, r.timeout_ms,
+		       ARRAY(SELECT jsonb_array_elements_text($9::jsonb -> (r.position::int - 1))), r.position
 		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::real[], $7::int[], $8::int[])
 			WITH ORDINALITY AS r(name, description, prompt, model, temperature, max_tokens, timeout_ms, position)`,
-		sessionID, names, descs, prompts, models, temps, maxTokens, timeouts)
+		sessionID, names, descs, prompts, models, temps, maxTokens, timeouts, toolsJSON)
 	if err != nil {
 		return fmt.Errorf("insert roster: %w", err)
 	}
@@ -47,7 +57,7 @@ func (s *Store) Roster(ctx context.Context, sessionID int64) ([]master.Role, err
 
 func roster(ctx context.Context, q querier, sessionID int64) ([]master.Role, error) {
 	rows, err := q.Query(ctx, `
-		SELECT name, description, prompt, model, temperature, max_tokens, timeout_ms
+		SELECT `+roleColumns+`
 		FROM session_roles WHERE session_id = $1 ORDER BY position, name`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("roster: %w", err)
@@ -59,11 +69,18 @@ func roster(ctx context.Context, q querier, sessionID int64) ([]master.Role, err
 	return roles, nil
 }
 
+// roleColumns is the select list scanRole reads, from session_roles or
+// channel_roles.
+const roleColumns = `name, description, prompt, model, temperature, max_tokens, timeout_ms, tools`
+
 func scanRole(row pgx.CollectableRow) (master.Role, error) {
 	var r master.Role
 	var maxTokens, timeout *int32
-	if err := row.Scan(&r.Name, &r.Description, &r.Prompt, &r.Model, &r.Temperature, &maxTokens, &timeout); err != nil {
+	if err := row.Scan(&r.Name, &r.Description, &r.Prompt, &r.Model, &r.Temperature, &maxTokens, &timeout, &r.Tools); err != nil {
 		return r, err
+	}
+	if len(r.Tools) == 0 {
+		r.Tools = nil
 	}
 	if maxTokens != nil {
 		r.MaxTokens = int(*maxTokens)
@@ -75,7 +92,8 @@ func scanRole(row pgx.CollectableRow) (master.Role, error) {
 }
 
 // replaceRoster swaps a session's roster and cancels the queued tasks of
-// the roles it drops. It returns the dropped names.
+// the roles it drops, and those waiting for an approval. It returns the
+// dropped names.
 func replaceRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []master.Role) ([]string, error) {
 	rows, err := tx.Query(ctx, `DELETE FROM session_roles WHERE session_id = $1 RETURNING name`, sessionID)
 	if err != nil {
@@ -98,10 +116,16 @@ func replaceRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mas
 		return nil, nil
 	}
 	rows, err = tx.Query(ctx, `
-		UPDATE tasks SET state = 'cancelled', error = 'role removed from the team',
-		       ended_at = now(), updated_at = now()
-		WHERE session_id = $1 AND state = 'queued' AND role = ANY ($2)
-		RETURNING id`, sessionID, removed)
+		WITH cancelled AS (
+			UPDATE tasks SET state = 'cancelled', error = 'role removed from the team',
+			       ended_at = now(), updated_at = now()
+			WHERE session_id = $1 AND state IN ('queued', 'approval') AND role = ANY ($2)
+			RETURNING id
+		), unasked AS (
+			UPDATE approvals a SET state = 'cancelled', decided_at = now()
+			FROM cancelled c WHERE a.task_id = c.id AND a.state = 'pending'
+		)
+		SELECT id FROM cancelled`, sessionID, removed)
 	if err != nil {
 		return nil, err
 	}

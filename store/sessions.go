@@ -266,6 +266,9 @@ func (s *Store) TeamView(ctx context.Context, sessionID int64, signals int) (mas
 		if v.Progress, err = progress(ctx, tx, v.Tasks); err != nil {
 			return v, err
 		}
+		if v.Calls, err = activeCalls(ctx, tx, v.Tasks); err != nil {
+			return v, err
+		}
 	}
 	if v.Dispatched, err = dispatched(ctx, tx, sessionID); err != nil {
 		return v, err

@@ -13,7 +13,8 @@ import (
 
 // ActiveTurns lists the turns the presenter shows: running ones, and ended
 // ones whose status message is not settled yet, with their tasks, each
-// running task's latest progress, and when the reply went out.
+// running task's latest progress and the tool call it is making (or
+// waits to make), and when the reply went out.
 func (s *Store) ActiveTurns(ctx context.Context) ([]master.TurnStatus, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+turnColumns+`, s.thread_id,
@@ -67,9 +68,19 @@ func (s *Store) ActiveTurns(ctx context.Context) ([]master.TurnStatus, error) {
 	if err := s.settlingSpend(ctx, turns); err != nil {
 		return nil, fmt.Errorf("active turns: %w", err)
 	}
+	calls, err := activeCalls(ctx, s.pool, all)
+	if err != nil {
+		return nil, fmt.Errorf("active turns: %w", err)
+	}
 	for _, t := range all {
 		if p, ok := latest[t.ID]; ok {
 			turns[index[t.TurnID]].Progress[t.ID] = p
+		}
+		if c, ok := calls[t.ID]; ok {
+			if turns[index[t.TurnID]].Calls == nil {
+				turns[index[t.TurnID]].Calls = map[int64]master.ToolActivity{}
+			}
+			turns[index[t.TurnID]].Calls[t.ID] = c
 		}
 	}
 	return turns, nil

@@ -207,7 +207,10 @@ func cancelDependents(ctx context.Context, tx pgx.Tx, roots []int64) ([]int64, e
 // liveness lock is free; see Liveness), without waiting for them to
 // expire: its tasks, its masters and its outbox claims. Tasks are queued
 // again for another attempt, or failed once they used max_attempts (and
-// their dependents cancelled). One wake covers every session touched.
+// their dependents cancelled). Tasks paused for an approval hold no lease
+// and are not swept; a request nobody decided in time expires here, and
+// its task is queued again (counted in requeued). One wake covers every
+// session touched.
 func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -222,6 +225,14 @@ func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err err
 	if err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
+	// A request for approval nobody decided in time counts as denied:
+	// its task runs again and reads so.
+	resumed, err := expireApprovals(ctx, tx, s.attempts())
+	if err != nil {
+		return 0, 0, fmt.Errorf("sweep expired: %w", err)
+	}
+	requeued += len(resumed)
+	sessions = append(sessions, resumed...)
 	if len(dead) > 0 {
 		taken, err := takeOver(ctx, tx, dead)
 		if err != nil {
@@ -307,8 +318,9 @@ func cancelSessionTasks(ctx context.Context, tx pgx.Tx, sessionID int64, reason 
 	return cancelOpenTasks(ctx, tx, "session_id", sessionID, reason)
 }
 
-// cancelOpenTasks cancels the queued and running tasks whose column (a
-// turn_id or a session_id) is id, with reason as their error.
+// cancelOpenTasks cancels the open tasks (queued, running, or waiting
+// for an approval) whose column (a turn_id or a session_id) is id, with
+// reason as their error; their pending approvals are cancelled too.
 func cancelOpenTasks(ctx context.Context, tx pgx.Tx, column string, id int64, reason string) (int, error) {
 	var n int
 	err := tx.QueryRow(ctx, `
@@ -316,13 +328,16 @@ func cancelOpenTasks(ctx context.Context, tx pgx.Tx, column string, id int64, re
 			UPDATE tasks
 			SET state = 'cancelled', error = nullif($2, ''), lease_until = NULL,
 			    ended_at = now(), updated_at = now()
-			WHERE `+column+` = $1 AND state IN ('queued', 'running')
+			WHERE `+column+` = $1 AND state IN ('queued', 'running', 'approval')
 			RETURNING id, session_id, error
 		), signalled AS (
 			INSERT INTO signals (session_id, task_id, kind, payload)
 			SELECT c.session_id, c.id, 'TASK_COMPLETE',
 			       jsonb_strip_nulls(jsonb_build_object('state', 'cancelled', 'error', c.error))
 			FROM cancelled c
+		), unasked AS (
+			UPDATE approvals a SET state = 'cancelled', decided_at = now()
+			FROM cancelled c WHERE a.task_id = c.id AND a.state = 'pending'
 		)
 		SELECT count(*) FROM cancelled`, id, reason).Scan(&n)
 	return n, err

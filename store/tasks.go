@@ -225,7 +225,7 @@ func roundOpen(ctx context.Context, tx pgx.Tx, turnID int64, round int) (int, er
 	var n int
 	err := tx.QueryRow(ctx, `
 		SELECT count(*) FROM tasks
-		WHERE turn_id = $1 AND round = $2 AND state IN ('queued', 'running')`, turnID, round).Scan(&n)
+		WHERE turn_id = $1 AND round = $2 AND state IN ('queued', 'running', 'approval')`, turnID, round).Scan(&n)
 	return n, err
 }
 
@@ -284,7 +284,7 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 		return in, fmt.Errorf("task input: session: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT name, description, prompt, model, temperature, max_tokens, timeout_ms
+		SELECT `+roleColumns+`
 		FROM session_roles WHERE session_id = $1 AND name = $2`, t.SessionID, t.Role)
 	if err != nil {
 		return in, fmt.Errorf("task input: role: %w", err)

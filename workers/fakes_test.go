@@ -22,6 +22,12 @@ type fakeStore struct {
 	TaskInputFunc    func(ctx context.Context, t master.Task) (TaskInput, error)
 	SweepExpiredFunc func(ctx context.Context) (int, int, error)
 	CheckSpendFunc   func(ctx context.Context, sessionID int64, pending int64) error
+
+	ToolCallsFunc        func(ctx context.Context, taskID int64) ([]master.CallRecord, error)
+	PlanToolCallsFunc    func(ctx context.Context, taskID int64, attempt, step int, calls []master.PlannedCall) ([]master.CallRecord, error)
+	StartToolCallFunc    func(ctx context.Context, taskID int64, attempt, seq int) error
+	RecordToolCallFunc   func(ctx context.Context, taskID int64, attempt, seq int, res master.ToolResult) error
+	PauseForApprovalFunc func(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, usage master.Usage) (int64, error)
 }
 
 var _ Store = (*fakeStore)(nil)
@@ -80,6 +86,41 @@ func (f *fakeStore) CheckSpend(ctx context.Context, sessionID int64, pending int
 		return nil
 	}
 	return f.CheckSpendFunc(ctx, sessionID, pending)
+}
+
+func (f *fakeStore) ToolCalls(ctx context.Context, taskID int64) ([]master.CallRecord, error) {
+	if f.ToolCallsFunc == nil {
+		return nil, nil
+	}
+	return f.ToolCallsFunc(ctx, taskID)
+}
+
+func (f *fakeStore) PlanToolCalls(ctx context.Context, taskID int64, attempt, step int, calls []master.PlannedCall) ([]master.CallRecord, error) {
+	if f.PlanToolCallsFunc == nil {
+		return nil, nil
+	}
+	return f.PlanToolCallsFunc(ctx, taskID, attempt, step, calls)
+}
+
+func (f *fakeStore) StartToolCall(ctx context.Context, taskID int64, attempt, seq int) error {
+	if f.StartToolCallFunc == nil {
+		return nil
+	}
+	return f.StartToolCallFunc(ctx, taskID, attempt, seq)
+}
+
+func (f *fakeStore) RecordToolCall(ctx context.Context, taskID int64, attempt, seq int, res master.ToolResult) error {
+	if f.RecordToolCallFunc == nil {
+		return nil
+	}
+	return f.RecordToolCallFunc(ctx, taskID, attempt, seq, res)
+}
+
+func (f *fakeStore) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, usage master.Usage) (int64, error) {
+	if f.PauseForApprovalFunc == nil {
+		return 0, nil
+	}
+	return f.PauseForApprovalFunc(ctx, taskID, attempt, seq, timeout, usage)
 }
 
 // fakeLLM is a master.LLM calling ChatFunc.

@@ -1,8 +1,12 @@
 // Package workers runs the team's tasks: it claims queued tasks from the
 // store, runs each as its role's LLM conversation that ends in a report
-// tool call, keeps the task's lease alive while it runs, and writes the
-// outcome. Workers never reach Discord: nothing in this package can post,
-// and a result reaches the thread only inside the master's merged reply.
+// tool call, with the role's own tools along the way (each call recorded,
+// so a task run again does not make it twice; a call that needs a
+// person's approval pauses the task), keeps the task's lease alive while
+// it runs, and writes the outcome. Workers never reach Discord: nothing
+// in this package can post, and a result reaches the thread only inside
+// the master's merged reply. (An approval request is posted through the
+// outbox by the store, naming the call, never its results.)
 package workers
 
 import (
@@ -40,6 +44,19 @@ type Store interface {
 	// budget, or its guild's of the day, is spent, counting pending tokens
 	// used but not charged yet; def gives the budgets admins did not set.
 	CheckSpend(ctx context.Context, sessionID int64, pending int64, def master.Budget) error
+
+	// ToolCalls returns the recorded calls of a task's tools, in order.
+	ToolCalls(ctx context.Context, taskID int64) ([]master.CallRecord, error)
+	// PlanToolCalls records the calls of one model answer before any is
+	// made, numbered after the task's earlier calls.
+	PlanToolCalls(ctx context.Context, taskID int64, attempt, step int, calls []master.PlannedCall) ([]master.CallRecord, error)
+	// StartToolCall records that a planned call is about to be made.
+	StartToolCall(ctx context.Context, taskID int64, attempt, seq int) error
+	// RecordToolCall records a call's result with its TOOL signal.
+	RecordToolCall(ctx context.Context, taskID int64, attempt, seq int, res master.ToolResult) error
+	// PauseForApproval pauses a running task until a person decides on
+	// its call seq, counting usage, and posts the request (once per call).
+	PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, usage master.Usage) (int64, error)
 }
 
 // TaskInput is everything a worker is allowed to see for one task: the
@@ -57,6 +74,8 @@ const (
 	DefaultSweepEvery  = time.Second
 	DefaultTaskTimeout = 5 * time.Minute
 	DefaultMaxSteps    = 8
+	// DefaultApprovalTimeout is CALLON_APPROVAL_TIMEOUT's default.
+	DefaultApprovalTimeout = time.Hour
 )
 
 // storeTimeout bounds every single store call the pool makes.
@@ -89,10 +108,16 @@ type Config struct {
 	// WorkerModel is the model of roles that name none.
 	WorkerModel string
 	// MaxSteps bounds the model calls of one task, progress calls included.
+	// Model calls whose tool calls were recorded count across attempts.
 	MaxSteps int
 	// Budget is the deployment's token budgets: no model call starts for a
 	// session past one (see Store.CheckSpend).
 	Budget master.Budget
+	// Tools runs the tools roles may use; nil gives roles none.
+	Tools Toolbox
+	// ApprovalTimeout is how long a call that needs a person's approval
+	// waits for one before it counts as denied.
+	ApprovalTimeout time.Duration
 	// Wake delivers hints that work may be waiting: a session id, or
 	// anything else (such as "*") for "any session". The pool then claims,
 	// and checks at once that its running tasks of that session are still
@@ -134,6 +159,7 @@ func (c Config) withDefaults() Config {
 	c.SweepEvery = cmp.Or(c.SweepEvery, DefaultSweepEvery)
 	c.TaskTimeout = cmp.Or(max(c.TaskTimeout, 0), DefaultTaskTimeout)
 	c.MaxSteps = cmp.Or(max(c.MaxSteps, 0), DefaultMaxSteps)
+	c.ApprovalTimeout = cmp.Or(max(c.ApprovalTimeout, 0), DefaultApprovalTimeout)
 	return c
 }
 

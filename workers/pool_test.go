@@ -363,14 +363,14 @@ func TestConfigDefaults(t *testing.T) {
 	}{
 		{name: "zero", in: Config{},
 			want: Config{Slots: 4, Lease: 30 * time.Second, Heartbeat: 10 * time.Second, Poll: 2 * time.Second,
-				SweepEvery: time.Second, TaskTimeout: 5 * time.Minute, MaxSteps: 8}},
+				SweepEvery: time.Second, TaskTimeout: 5 * time.Minute, MaxSteps: 8, ApprovalTimeout: time.Hour}},
 		{name: "heartbeat not below lease", in: Config{Lease: 6 * time.Second, Heartbeat: 6 * time.Second},
 			want: Config{Slots: 4, Lease: 6 * time.Second, Heartbeat: 2 * time.Second, Poll: 2 * time.Second,
-				SweepEvery: time.Second, TaskTimeout: 5 * time.Minute, MaxSteps: 8}},
+				SweepEvery: time.Second, TaskTimeout: 5 * time.Minute, MaxSteps: 8, ApprovalTimeout: time.Hour}},
 		{name: "kept", in: Config{ID: "me", Slots: 1, Lease: time.Minute, Heartbeat: time.Second, Poll: time.Second,
-			SweepEvery: -1, TaskTimeout: time.Hour, MaxSteps: 3, WorkerModel: "m"},
+			SweepEvery: -1, TaskTimeout: time.Hour, MaxSteps: 3, WorkerModel: "m", ApprovalTimeout: time.Minute},
 			want: Config{ID: "me", Slots: 1, Lease: time.Minute, Heartbeat: time.Second, Poll: time.Second,
-				SweepEvery: -1, TaskTimeout: time.Hour, MaxSteps: 3, WorkerModel: "m"}},
+				SweepEvery: -1, TaskTimeout: time.Hour, MaxSteps: 3, WorkerModel: "m", ApprovalTimeout: time.Minute}},
 	}
 	for _, tt := range tests {
 		got := tt.in.withDefaults()

@@ -21,22 +21,29 @@ const workerInstructions = `How you work:
 - If another member of the team should do the rest, call handoff (when offered) with their role, an instruction and what you have so far.
 - You cannot talk to the user: only your report reaches the team.`
 
+// toolsInstructions close the system prompt of a worker whose role has
+// tools of its own.
+const toolsInstructions = `
+- You also have tools of your own (the functions besides report, progress and handoff): call them when they help, several times if need be. What they return is for you only: put what matters in your report.`
+
 // messages is the whole context of a task's first model call. The files
 // handed to the task follow its instruction as the master saw them: text
 // bounded, images as image parts when vision is set, notes otherwise.
-func messages(t master.Task, in TaskInput, vision bool) []master.Message {
+// withTools says the role is offered tools of its own; notice names those
+// that are unavailable ("" when none is).
+func messages(t master.Task, in TaskInput, vision, withTools bool, notice string) []master.Message {
 	user := master.Message{Role: master.RoleUser, Content: userMessage(t, in.Deps)}
 	if len(in.Attachments) > 0 {
 		files, images := master.RenderAttachments(in.Attachments, vision)
 		user.Content += "\n\n" + files
 		user.Images = images
 	}
-	return []master.Message{{Role: master.RoleSystem, Content: systemPrompt(t, in)}, user}
+	return []master.Message{{Role: master.RoleSystem, Content: systemPrompt(t, in, withTools, notice)}, user}
 }
 
 // systemPrompt names the role and the goal, then gives the role's own
 // prompt and how to use the tools. It never shows the other roles.
-func systemPrompt(t master.Task, in TaskInput) string {
+func systemPrompt(t master.Task, in TaskInput, withTools bool, notice string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are the %s of a team working on: %s\n\n", cmp.Or(in.Role.Name, t.Role), strings.TrimSpace(in.Goal))
 	if p := strings.TrimSpace(in.Role.Prompt); p != "" {
@@ -44,6 +51,12 @@ func systemPrompt(t master.Task, in TaskInput) string {
 		b.WriteString("\n\n")
 	}
 	b.WriteString(workerInstructions)
+	if withTools {
+		b.WriteString(toolsInstructions)
+	}
+	if notice != "" {
+		b.WriteString("\n\n" + notice)
+	}
 	return b.String()
 }
 

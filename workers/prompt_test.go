@@ -41,13 +41,13 @@ func TestPromptGolden(t *testing.T) {
 			{ID: 11, Role: "planner", State: master.TaskDone, Result: "1. Announce\n2. Ship"},
 		},
 	}
-	golden.Check(t, "prompt.golden", renderMessages(messages(task, in, false)))
+	golden.Check(t, "prompt.golden", renderMessages(messages(task, in, false, false, "")))
 }
 
 func TestSystemPrompt(t *testing.T) {
 	t.Parallel()
 	researcher := roleNamed(t, "researcher")
-	got := systemPrompt(master.Task{Role: "researcher"}, TaskInput{Goal: " Launch the beta\n", Role: researcher})
+	got := systemPrompt(master.Task{Role: "researcher"}, TaskInput{Goal: " Launch the beta\n", Role: researcher}, false, "")
 	if want := "You are the researcher of a team working on: Launch the beta\n\n" + researcher.Prompt + "\n\n"; !strings.HasPrefix(got, want) {
 		t.Errorf("system prompt starts\n%q\nwant it to start\n%q", got, want)
 	}
@@ -116,7 +116,7 @@ func TestFilesHandedToTheTask(t *testing.T) {
 	}}
 	task := master.Task{Role: "researcher", Instruction: "Read the notes."}
 	for _, vision := range []bool{false, true} {
-		user := messages(task, in, vision)[1]
+		user := messages(task, in, vision, false, "")[1]
 		if !strings.HasPrefix(user.Content, "Read the notes.") || !strings.Contains(user.Content, "----- begin notes.md -----\n# Notes\nA\n----- end notes.md -----") {
 			t.Errorf("vision %v: the instruction and the text file are not in %q", vision, user.Content)
 		}

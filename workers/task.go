@@ -20,6 +20,7 @@ const (
 	endComplete end = iota // the outcome
 	endRelease             // nothing: the task goes back to the queue (shutdown)
 	endDrop                // nothing at all: the task is no longer ours
+	endPaused              // nothing more: the task waits for an approval, as recorded
 )
 
 // runTask runs one claimed task and writes what it came to. ctx is the
@@ -43,6 +44,8 @@ func (p *Pool) runTask(ctx context.Context, r *running) {
 		p.release(ctx, r.task, log)
 	case endDrop:
 		log.Info("task dropped", "reason", context.Cause(r.ctx).Error())
+	case endPaused:
+		log.Debug("task paused", "duration", time.Since(start).Round(time.Millisecond))
 	}
 }
 
@@ -75,6 +78,9 @@ func (p *Pool) work(r *running, log *slog.Logger) (master.Outcome, end) {
 	if err == nil {
 		return out, endComplete
 	}
+	if errors.Is(err, errPaused) {
+		return out, endPaused
+	}
 	if errors.Is(context.Cause(tctx), errTaskTimeout) {
 		return master.Outcome{
 			State: master.TaskTimeout,
@@ -95,22 +101,49 @@ func interrupted(ctx context.Context) end {
 	return endRelease
 }
 
-// converse runs the model until it reports, at most MaxSteps calls. It
-// returns an error only when ctx ended, with the usage so far.
+// converse runs the model until it reports, at most MaxSteps calls,
+// counting those whose tool calls earlier attempts recorded: their calls
+// are replayed, not made again. It returns an error only when ctx ended,
+// with the usage so far, or errPaused when the task waits for a person's
+// approval of a call.
 func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog.Logger) (master.Outcome, error) {
 	model := cmp.Or(in.Role.Model, p.cfg.WorkerModel)
+	offered, notice := p.offer(ctx, in.Role.Tools)
 	req := master.ChatRequest{
 		Model:       model,
-		Messages:    messages(r.task, in, p.cfg.Vision != nil && p.cfg.Vision(model)),
-		Tools:       tools(in.Team),
+		Messages:    messages(r.task, in, p.cfg.Vision != nil && p.cfg.Vision(model), len(offered) > 0, notice),
+		Tools:       append(tools(in.Team), offered...),
 		ToolChoice:  "auto",
 		Temperature: in.Role.Temperature,
 		MaxTokens:   in.Role.MaxTokens,
 	}
 	var usage master.Usage
+	// ended says how an error from a step ends the task.
+	ended := func(err error) (master.Outcome, error) {
+		switch {
+		case errors.Is(err, errPaused):
+			return master.Outcome{Usage: usage}, errPaused
+		case ctx.Err() != nil:
+			return master.Outcome{Usage: usage}, ctx.Err()
+		default:
+			return failed(err.Error(), usage), nil
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	recorded, err := p.store.ToolCalls(rctx, r.task.ID)
+	cancel()
+	if err != nil {
+		return ended(fmt.Errorf("read the task's tool calls: %w", err))
+	}
+	replay, first, err := p.replayed(ctx, r, in, recorded, usage, log)
+	if err != nil {
+		return ended(err)
+	}
+	req.Messages = append(req.Messages, replay...)
+
 	var last error // the latest validation error
 	retried := false
-	for range p.cfg.MaxSteps {
+	for step := first; step < p.cfg.MaxSteps; step++ {
 		if err := ctx.Err(); err != nil {
 			return master.Outcome{Usage: usage}, err
 		}
@@ -119,6 +152,10 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 				return master.Outcome{Usage: usage}, err // stopped meanwhile: not the budget
 			}
 			return out, nil
+		}
+		if step == p.cfg.MaxSteps-1 && len(offered) > 0 && step > 0 {
+			req.Messages = append(req.Messages, master.Message{Role: master.RoleUser,
+				Content: "This is your last step: call " + ToolReport + " now with what you have."})
 		}
 		resp, err := p.llm.Chat(ctx, req)
 		resp.Usage.Model = cmp.Or(resp.Usage.Model, req.Model)
@@ -129,10 +166,11 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 			}
 			return failed("model error: "+err.Error(), usage), nil
 		}
+		callIDs(resp.ToolCalls, step)
 		// An answer that arrived is used even if the task was stopped
 		// meanwhile: a report is not thrown away (a stale one is refused
 		// by the store), and anything else ends at the next step's check.
-		out, replies, bad := p.answer(ctx, r, in, resp, log)
+		out, replies, calls, bad := p.answer(ctx, r, in, resp, log)
 		if out != nil {
 			out.Usage = usage
 			return *out, nil
@@ -145,6 +183,17 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 			retried, last = true, bad
 		}
 		req.Messages = append(req.Messages, replies...)
+		if len(calls) > 0 {
+			recs, err := p.plan(ctx, r, step, calls)
+			if err != nil {
+				return ended(err)
+			}
+			results, err := p.finishCalls(ctx, r, in, recs, usage, log)
+			if err != nil {
+				return ended(err)
+			}
+			req.Messages = append(req.Messages, results...)
+		}
 	}
 	msg := fmt.Sprintf("no report after %d model calls", p.cfg.MaxSteps)
 	if last != nil {
@@ -179,20 +228,23 @@ func failed(msg string, usage master.Usage) master.Outcome {
 
 // answer handles one model answer. It returns the outcome when the answer
 // ends the task; otherwise the messages that continue the conversation,
-// and the validation error when the answer was a malformed report.
-func (p *Pool) answer(ctx context.Context, r *running, in TaskInput, resp master.ChatResponse, log *slog.Logger) (*master.Outcome, []master.Message, error) {
+// the calls of the role's own tools to make (whose results follow the
+// messages), and the validation error when the answer was a malformed
+// report.
+func (p *Pool) answer(ctx context.Context, r *running, in TaskInput, resp master.ChatResponse, log *slog.Logger) (*master.Outcome, []master.Message, []master.ToolCall, error) {
 	if len(resp.ToolCalls) == 0 {
 		// A text-only answer is the result, as if reported done.
 		if text := strings.TrimSpace(resp.Content); text != "" {
-			return &master.Outcome{State: master.TaskDone, Result: text}, nil, nil
+			return &master.Outcome{State: master.TaskDone, Result: text}, nil, nil, nil
 		}
 		return nil, []master.Message{{
 			Role:    master.RoleUser,
 			Content: "Your answer was empty. Call " + ToolReport + " with your result.",
-		}}, errors.New("the answer was empty")
+		}}, nil, errors.New("the answer was empty")
 	}
 	replies := []master.Message{{Role: master.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls}}
 	var bad error
+	var calls []master.ToolCall
 	for _, c := range resp.ToolCalls {
 		result := "ok"
 		switch c.Name {
@@ -201,7 +253,7 @@ func (p *Pool) answer(ctx context.Context, r *running, in TaskInput, resp master
 			if err == nil {
 				p.metrics.ToolCalled("worker", c.Name, result)
 				out := rep.outcome()
-				return &out, nil, nil
+				return &out, nil, nil, nil
 			}
 			if bad == nil {
 				bad = err
@@ -212,7 +264,7 @@ func (p *Pool) answer(ctx context.Context, r *running, in TaskInput, resp master
 			out, err := parseHandoff(c.Arguments, in.Team)
 			if err == nil {
 				p.metrics.ToolCalled("worker", c.Name, result)
-				return &out, nil, nil
+				return &out, nil, nil, nil
 			}
 			if bad == nil {
 				bad = err
@@ -229,6 +281,16 @@ func (p *Pool) answer(ctx context.Context, r *running, in TaskInput, resp master
 			p.progress(ctx, r, pr, log)
 			replies = append(replies, toolReply(c.ID, "noted"))
 		default:
+			if p.cfg.Tools != nil && p.cfg.Tools.Allows(in.Role.Tools, c.Name) {
+				if len(calls) < maxCallsPerStep {
+					calls = append(calls, c)
+					p.metrics.ToolCalled("worker", "role_tool", "ok")
+				} else {
+					p.metrics.ToolCalled("worker", "role_tool", "refused")
+					replies = append(replies, toolReply(c.ID, fmt.Sprintf("Error: not made: make at most %d calls at a time.", maxCallsPerStep)))
+				}
+				continue
+			}
 			err := fmt.Errorf("there is no tool %q: use %s or %s", c.Name, ToolReport, ToolProgress)
 			if bad == nil {
 				bad = err
@@ -242,7 +304,7 @@ func (p *Pool) answer(ctx context.Context, r *running, in TaskInput, resp master
 		}
 		p.metrics.ToolCalled("worker", tool, result)
 	}
-	return nil, replies, bad
+	return nil, replies, calls, bad
 }
 
 func toolReply(callID, content string) master.Message {

@@ -59,7 +59,12 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		return configError(err)
 	}
 	log := newLogger(cfg, stderr)
-	roleFile, rolePolicy, err := rolesConfig(cfg)
+	toolMgr, err := newTools(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeTools(toolMgr, log)
+	roleFile, rolePolicy, err := rolesConfig(cfg, catalog{m: toolMgr, servers: cfg.MCPServers})
 	if err != nil {
 		return err
 	}
@@ -90,7 +95,8 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	budget := master.Budget{SessionTokens: lim.SessionTokens, GuildDailyTokens: cfg.Caps.GuildDailyTokens}
 	svc := master.NewService(master.ServiceConfig{MaxQueued: cfg.Caps.MaxQueuedTurns}, st, roles.Roster)
 	pool := workers.New(workers.Config{ID: owner, Slots: max(lim.WorkerSlots, 1), Lease: lim.TaskLease, Heartbeat: lim.Heartbeat(),
-		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake()}, st, model, log)
+		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake(),
+		Tools: toolbox{m: toolMgr, log: log}, ApprovalTimeout: cfg.Tools.ApprovalTimeout}, st, model, log)
 	cmds := master.NewCommands(master.CommandsConfig{Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roles.Roster, Budget: budget}, st, model, log)
 	orch := master.NewOrchestrator(master.OrchestratorConfig{
@@ -100,6 +106,8 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	}, st, model, log)
 	out := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Poll: 200 * time.Millisecond}, st, term, log)
 	pres := master.NewPresenter(master.PresenterConfig{Tick: 500 * time.Millisecond}, st, term, log)
+	settler := master.NewSettler(master.SettlerConfig{Poll: 500 * time.Millisecond}, st, term, log)
+	approvals := master.NewApprovals(st, log)
 
 	thread := "chat-" + rand.Text()[:10]
 	sess, _, err := svc.StartSession(ctx, master.NewSession{GuildID: chatGuild, ChannelID: chatGuild, ThreadID: thread, OwnerID: "you", Goal: *goal})
@@ -109,10 +117,10 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 
 	loops, lctx := errgroup.WithContext(ctx)
 	lctx, stopLoops := context.WithCancel(lctx)
-	for _, run := range []func(context.Context) error{listener.Run, live.Run, pool.Run, orch.Run, out.Run, pres.Run} {
+	for _, run := range []func(context.Context) error{listener.Run, live.Run, pool.Run, orch.Run, out.Run, pres.Run, settler.Run} {
 		loops.Go(func() error { return run(lctx) })
 	}
-	err = converse(lctx, stdin, term, svc, cmds, sess)
+	err = converse(lctx, stdin, term, svc, cmds, approvals, sess)
 	stopLoops()
 	if lerr := loops.Wait(); lerr != nil && !errors.Is(lerr, context.Canceled) && err == nil {
 		err = lerr
@@ -120,9 +128,14 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	return err
 }
 
+// answered are the kinds of message a chat waits for after a message:
+// the team's answer, or a request to approve a call of a tool.
+var answered = []master.OutKind{master.OutReply, master.OutQuestion, master.OutApproval}
+
 // converse reads the user's lines until EOF or /dissolve; after each
-// message it waits for the team's answer (a reply, or a question).
-func converse(ctx context.Context, stdin io.Reader, term *terminal, svc *master.Service, cmds *master.Commands, sess master.Session) error {
+// message it waits for the team's answer (a reply, or a question), or
+// for a request to approve a call, which /approve N or /deny N decides.
+func converse(ctx context.Context, stdin io.Reader, term *terminal, svc *master.Service, cmds *master.Commands, approvals *master.Approvals, sess master.Session) error {
 	term.say("Type a message for the team; /team shows it, /replan [what to change] reorganizes it, /dissolve ends it.")
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 64<<10), 1<<20)
@@ -154,8 +167,25 @@ func converse(ctx context.Context, stdin io.Reader, term *terminal, svc *master.
 				continue
 			}
 			return term.waitFor(ctx, seen, master.OutSummary)
+		case strings.HasPrefix(line, "/approve ") || strings.HasPrefix(line, "/deny "):
+			verb, arg, _ := strings.Cut(line, " ")
+			id, err := strconv.ParseInt(strings.TrimSpace(arg), 10, 64)
+			if err != nil {
+				term.say("Give the number of the request: " + verb + " 12")
+				continue
+			}
+			seen := term.seen()
+			a, err := approvals.Decide(ctx, id, verb == "/approve", me)
+			if err != nil {
+				term.say(master.ErrorMessage(err))
+				continue
+			}
+			term.say(master.ApprovalText(a))
+			if err := term.waitFor(ctx, seen, answered...); err != nil {
+				return err
+			}
 		case strings.HasPrefix(line, "/"):
-			term.say("Commands: /team, /replan [what to change], /dissolve. Anything else is a message for the team.")
+			term.say("Commands: /team, /replan [what to change], /approve N, /deny N, /dissolve. Anything else is a message for the team.")
 		default:
 			seq++
 			seen := term.seen()
@@ -163,7 +193,7 @@ func converse(ctx context.Context, stdin io.Reader, term *terminal, svc *master.
 				ChannelID: sess.ThreadID, AuthorID: "you", Content: line}); err != nil {
 				return fmt.Errorf("record the message: %w", err)
 			}
-			if err := term.waitFor(ctx, seen, master.OutReply, master.OutQuestion); err != nil {
+			if err := term.waitFor(ctx, seen, answered...); err != nil {
 				return err
 			}
 		}
@@ -226,6 +256,11 @@ func (t *terminal) Send(_ context.Context, m master.OutMessage) (string, error) 
 		prefix = "  "
 	}
 	fmt.Fprintln(t.w, prefix+m.Content)
+	for _, b := range m.Buttons {
+		if id, ok := strings.CutPrefix(b.CustomID, master.ApprovePrefix); ok {
+			fmt.Fprintf(t.w, "        (answer /approve %s or /deny %s)\n", id, id)
+		}
+	}
 	t.posted = append(t.posted, m.Kind)
 	close(t.changed)
 	t.changed = make(chan struct{})

@@ -25,8 +25,8 @@ func TestRolesSetForm(t *testing.T) {
 	}
 	ix := open()
 	modal := ix.WaitModal(t)
-	if len(modal.Inputs) != 3 || modal.Inputs[1].CustomID != "prompt" || modal.Inputs[1].Style != discordgo.TextInputParagraph {
-		t.Fatalf("form = %+v, want description, a paragraph prompt, and model", modal)
+	if len(modal.Inputs) != 4 || modal.Inputs[1].CustomID != "prompt" || modal.Inputs[3].CustomID != "tools" || modal.Inputs[1].Style != discordgo.TextInputParagraph {
+		t.Fatalf("form = %+v, want description, a paragraph prompt, model and tools", modal)
 	}
 	// A description on two lines is refused like the command's.
 	bad := w.dc.SubmitModal(t, ix, map[string]string{"description": "Writes\npoems", "prompt": "You write haiku."})

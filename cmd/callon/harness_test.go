@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -24,8 +27,24 @@ func TestMain(m *testing.M) {
 		main() // this binary, re-executed by spawn, is a callon process
 		os.Exit(0)
 	}
-	storetest.Main(m)
+	dir, err := os.MkdirTemp("", "callon-test-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	mcpServerBin = filepath.Join(dir, "mcptestserver")
+	build := exec.Command("go", "build", "-o", mcpServerBin, "github.com/callonbot/callon/tools/mcptest/cmd/mcptestserver")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build mcptestserver: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	storetest.Main(m, func() { os.RemoveAll(dir) })
 }
+
+// mcpServerBin is the mcptestserver binary, an MCP server over stdio
+// built once by TestMain.
+var mcpServerBin string
 
 // asCallon makes the test binary run callon's main instead of the tests.
 const asCallon = "CALLON_TEST_AS_CALLON"

@@ -8,14 +8,16 @@ import (
 )
 
 // rolesConfig is the configuration in master's terms: the operator's
-// policy and the roles file's rosters, checked against it. Its error
-// names the file, the guild and channel, and the role.
-func rolesConfig(cfg config.Config) (map[master.RoleScope][]master.Role, master.RolePolicy, error) {
+// policy and the roles file's rosters, checked against it, tools lists
+// against tools. Its error names the file, the guild and channel, and
+// the role.
+func rolesConfig(cfg config.Config, tools master.ToolCatalog) (map[master.RoleScope][]master.Role, master.RolePolicy, error) {
 	policy := master.RolePolicy{
 		DefaultModel: cfg.WorkerModel,
 		Models:       cfg.Models,
 		MaxPrompt:    cfg.Limits.MaxPrompt,
 		MaxRoles:     cfg.Limits.MaxWorkers,
+		Tools:        tools,
 	}
 	var file map[master.RoleScope][]master.Role
 	if len(cfg.Roles) > 0 {
@@ -35,7 +37,7 @@ func fileRoles(in []config.Role) []master.Role {
 	for i, r := range in {
 		out[i] = master.Role{
 			Name: r.Name, Description: r.Description, Prompt: r.Prompt, Model: r.Model,
-			Temperature: r.Temperature, MaxTokens: r.MaxTokens, Timeout: r.Timeout,
+			Temperature: r.Temperature, MaxTokens: r.MaxTokens, Timeout: r.Timeout, Tools: r.Tools,
 		}
 	}
 	return out

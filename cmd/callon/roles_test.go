@@ -418,7 +418,7 @@ func TestReadmeRolesExample(t *testing.T) {
 	if err := cfg.Validate(0); err != nil {
 		t.Fatalf("README example: %v", err)
 	}
-	if _, _, err := rolesConfig(cfg); err != nil {
+	if _, _, err := rolesConfig(cfg, nil); err != nil {
 		t.Fatalf("README example: %v", err)
 	}
 	if len(cfg.Roles) != 3 {

@@ -40,7 +40,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if cfg.Limits.WorkerSlots == 0 && !withBot {
 		return errors.New("CALLON_CONCURRENT_TASKS is 0: a worker process needs at least one task slot")
 	}
-	roleFile, rolePolicy, err := rolesConfig(cfg)
+	toolMgr, err := newTools(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeTools(toolMgr, log)
+	roleFile, rolePolicy, err := rolesConfig(cfg, catalog{m: toolMgr, servers: cfg.MCPServers})
 	if err != nil {
 		return err
 	}
@@ -113,6 +118,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Wake:        wake(),
 			Metrics:     reg,
 			Vision:      cfg.Attachments.Vision,
+			Tools:       toolbox{m: toolMgr, log: log},
+
+			ApprovalTimeout: cfg.Tools.ApprovalTimeout,
 		}, st, workerModel, log)
 		g.Go(func() error { return pool.Run(ctx) })
 		cancelSession = func(id int64) { pool.CancelSession(id) }
@@ -125,13 +133,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			MaxQueued: cfg.Caps.MaxQueuedTurns, UserPerMinute: cfg.Caps.UserTurnsPerMinute,
 		}, st, roles.Roster).WithAttachments(master.AttachmentPolicy{
 			CDN: att.CDN(), MaxFile: att.MaxFile, MaxMessage: att.MaxMessage})
+		approvals := master.NewApprovals(st, log)
 		cmds := master.NewCommands(master.CommandsConfig{
 			Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 			CancelSession: cancelSession, Catalog: roles.Roster, Budget: budget, Prices: prices,
 		}, st, masterModel, log)
 		limits := master.NewLimits(budget, prices, st)
 		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL,
-			ShardCount: cfg.Sharding.Count, ShardIDs: cfg.Sharding.IDs, Metrics: reg}, svc, cmds, roles, limits, st, log)
+			ShardCount: cfg.Sharding.Count, ShardIDs: cfg.Sharding.IDs, Metrics: reg}, svc, cmds, roles, limits, approvals, st, log)
 		if err != nil {
 			return err
 		}
@@ -151,12 +160,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		out := b.Messenger()
 		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Metrics: reg}, st, out, log)
 		pres := master.NewPresenter(master.PresenterConfig{Prices: prices}, st, out, log)
+		settler := master.NewSettler(master.SettlerConfig{}, st, out, log)
 		g.Go(func() error { return b.Run(ctx) })
 		g.Go(func() error { return orch.Run(ctx) })
 		g.Go(func() error { return disp.Run(ctx) })
 		g.Go(func() error { return pres.Run(ctx) })
 		fetch := master.NewFetcher(master.FetcherConfig{Owner: owner, MaxFile: att.MaxFile, Wake: wake()}, st, bot.NewDownloader(att.CDN()), log)
 		g.Go(func() error { return fetch.Run(ctx) })
+		g.Go(func() error { return settler.Run(ctx) })
 		if cfg.Webhook.Enabled() {
 			hooks := newWebhookSender(cfg.Webhook, st, wake(), reg, log)
 			g.Go(func() error { return hooks.Run(ctx) })

@@ -93,10 +93,14 @@ func setup() error {
 	return server.err
 }
 
-// Main runs the tests of m, then drops the template database, and exits.
+// Main runs the tests of m, then drops the template database, runs
+// cleanups (a test binary's own fixtures: files, servers), and exits.
 // Call it from TestMain.
-func Main(m *testing.M) {
+func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
 	if server.admin != nil {
 		if server.template != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,0 +1,296 @@
+package master
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CallState is where a recorded call of a tool stands.
+type CallState string
+
+// Call states.
+const (
+	// CallPlanned: the model asked for the call; it has not been made.
+	CallPlanned CallState = "planned"
+	// CallStarted: the call was being made. Found so by a task run
+	// again, it was interrupted: it may or may not have taken effect.
+	CallStarted CallState = "started"
+	// CallDone: the call was made (or refused), its result recorded.
+	CallDone CallState = "done"
+)
+
+// CallRecord is one call of a tool by a worker's model, as recorded: a
+// task run again replays it into its conversation rather than call again.
+type CallRecord struct {
+	TaskID  int64
+	Seq     int    // the call's place among its task's calls, from 0
+	Step    int    // the model call that asked for it, from 0
+	CallID  string // the model's id for the call
+	Name    string // as the model called it: fetch_url, <server>__<tool>
+	Args    string // as the model wrote them
+	State   CallState
+	Result  string // done: what the model read
+	IsError bool   // done: the call failed or was refused
+	// Approval is the decision a person was asked for on the call; ""
+	// when none was.
+	Approval ApprovalState
+}
+
+// PlannedCall is a call of a tool the model asked for, to record before
+// any call of its step is made.
+type PlannedCall struct {
+	CallID string
+	Name   string
+	Args   string
+}
+
+// ToolResult is what one call of a tool came to.
+type ToolResult struct {
+	Text     string // what the model reads: the output, or what went wrong
+	IsError  bool
+	Duration time.Duration
+	Size     int // the output's length in bytes, before it was cut
+}
+
+// ApprovalState is where a person's decision on a call stands.
+type ApprovalState string
+
+// Approval states.
+const (
+	ApprovalPending   ApprovalState = "pending"
+	ApprovalApproved  ApprovalState = "approved"
+	ApprovalDenied    ApprovalState = "denied"
+	ApprovalExpired   ApprovalState = "expired"   // nobody decided in time: denied
+	ApprovalCancelled ApprovalState = "cancelled" // its task ended first
+)
+
+// Approval is a request for a person's decision on one call of a tool.
+type Approval struct {
+	ID        int64
+	SessionID int64
+	TaskID    int64
+	Seq       int
+	Role      string
+	Tool      string // as the model called it
+	Args      string // shortened
+	State     ApprovalState
+	DecidedBy string // Discord user id; "" unless approved or denied
+	DecidedAt time.Time
+	ExpiresAt time.Time
+	ChannelID string // the session's thread
+	MessageID string // the request's message once posted; ""
+}
+
+// Custom id prefixes of an approval request's buttons; the request's id
+// follows.
+const (
+	ApprovePrefix = "approve:"
+	DenyPrefix    = "deny:"
+)
+
+// Bounds of a call's arguments as people see them.
+const (
+	maxApprovalArgs = 600 // in an approval request
+	maxSignalArgs   = 160 // in a TOOL signal
+)
+
+// ApprovalButtons are the buttons of approval request id.
+func ApprovalButtons(id int64) []Button {
+	s := strconv.FormatInt(id, 10)
+	return []Button{
+		{Label: "Approve", Style: ButtonSuccess, CustomID: ApprovePrefix + s},
+		{Label: "Deny", Style: ButtonDanger, CustomID: DenyPrefix + s},
+	}
+}
+
+// ToolLabel is a tool's name as people read it: "server.tool" for a tool
+// of an MCP server, as a role's tools list names it.
+func ToolLabel(name string) string {
+	if srv, tool, ok := strings.Cut(name, "__"); ok && srv != "" && tool != "" {
+		return srv + "." + tool
+	}
+	return name
+}
+
+// ShortArgs is a call's arguments on one line, at most max characters.
+func ShortArgs(args string, max int) string {
+	return oneLine(args, max)
+}
+
+// codeSpan shows s as inline code, on one line: backticks inside it
+// would end the span, so they become look-alikes. Nothing in a code span
+// renders as a mention.
+func codeSpan(s string) string {
+	s = strings.ReplaceAll(s, "`", "ˋ")
+	if strings.TrimSpace(s) == "" {
+		return "`{}`"
+	}
+	return "`" + s + "`"
+}
+
+// ApprovalText is what an approval request's message says: who asks to
+// call what with which arguments, and, once decided, the outcome.
+func ApprovalText(a Approval) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "🔐 **%s** asks to call **%s** with %s\n", a.Role, ToolLabel(a.Tool), codeSpan(ShortArgs(a.Args, maxApprovalArgs)))
+	switch a.State {
+	case ApprovalApproved:
+		fmt.Fprintf(&b, "✅ Approved by <@%s> <t:%d:R>: the call is made.", a.DecidedBy, a.DecidedAt.Unix())
+	case ApprovalDenied:
+		fmt.Fprintf(&b, "⛔ Denied by <@%s> <t:%d:R>: the call is not made.", a.DecidedBy, a.DecidedAt.Unix())
+	case ApprovalExpired:
+		b.WriteString("⌛ Nobody decided in time, so it counts as denied: the call is not made.")
+	case ApprovalCancelled:
+		b.WriteString("⏹️ No longer needed: the task ended first.")
+	default:
+		fmt.Fprintf(&b, "The task waits. The member who started the team, or a member who can manage threads, can approve or deny it; "+
+			"undecided <t:%d:R>, it counts as denied.", a.ExpiresAt.Unix())
+	}
+	return Truncate(b.String(), MaxMessageLen)
+}
+
+// Denial is the result a model reads for a call that was not approved.
+func Denial(a ApprovalState) string {
+	switch a {
+	case ApprovalDenied:
+		return "A person denied this call: it was not made. Do without it, or report that you need it."
+	case ApprovalCancelled:
+		return "This call was not made: its approval was cancelled."
+	default:
+		return "Nobody approved this call in time, so it was not made. Do without it, or report that you need it."
+	}
+}
+
+// ApprovalStore is what approvals need from Postgres.
+type ApprovalStore interface {
+	// Approval returns a request with its session; ErrNotFound.
+	Approval(ctx context.Context, id int64) (Approval, Session, error)
+	// DecideApproval records by's decision on a pending request and
+	// queues its task again. A request already decided is returned as
+	// it stands, unchanged.
+	DecideApproval(ctx context.Context, id int64, approve bool, by string) (Approval, error)
+	// UnsettledApprovals lists up to limit requests decided (or expired,
+	// or cancelled) before before, whose posted message still shows
+	// buttons.
+	UnsettledApprovals(ctx context.Context, before time.Time, limit int) ([]Approval, error)
+	// SettleApproval records that a request's message shows its outcome.
+	SettleApproval(ctx context.Context, id int64) error
+}
+
+// Approvals lets people decide on the calls that need approval.
+type Approvals struct {
+	store ApprovalStore
+	log   *slog.Logger
+}
+
+// NewApprovals returns the approvals service.
+func NewApprovals(store ApprovalStore, logger *slog.Logger) *Approvals {
+	return &Approvals{store: store, log: logger.With("component", "approvals")}
+}
+
+// NotDecider is what a member reads who may not decide on a request.
+const NotDecider = "Only the member who started this team, or members who can manage threads, can approve or deny its calls."
+
+// Decide records actor's decision on request id: approve, or deny. It
+// returns the request as it now stands, already decided by someone else
+// included. An *Error with ENotAllowed when actor may not decide: the
+// team's owner and members who can manage threads may.
+func (a *Approvals) Decide(ctx context.Context, id int64, approve bool, actor Actor) (Approval, error) {
+	ap, s, err := a.store.Approval(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return ap, &Error{Code: ENotFound, Message: "This request is gone: its team was removed.", Err: err}
+	}
+	if err != nil {
+		return ap, fmt.Errorf("decide: %w", err)
+	}
+	if !actor.MayManage(s) {
+		return ap, Errorf(ENotAllowed, NotDecider)
+	}
+	if ap.State != ApprovalPending {
+		return ap, nil
+	}
+	ap, err = a.store.DecideApproval(ctx, id, approve, actor.UserID)
+	if err != nil {
+		return ap, fmt.Errorf("decide: %w", err)
+	}
+	a.log.Info("call decided", "approval_id", id, "session_id", ap.SessionID, "task_id", ap.TaskID, "tool", ap.Tool,
+		"state", ap.State, "user_id", ap.DecidedBy)
+	return ap, nil
+}
+
+// Settled records that request id's message shows its outcome, once the
+// bot has edited it.
+func (a *Approvals) Settled(ctx context.Context, id int64) error {
+	return a.store.SettleApproval(ctx, id)
+}
+
+// SettlerConfig tunes a Settler.
+type SettlerConfig struct {
+	// Poll is how often decided requests are looked for.
+	Poll time.Duration
+	// Grace leaves a request just decided by a click to the click's own
+	// answer, which edits the message at once.
+	Grace time.Duration
+	Now   func() time.Time
+}
+
+// Settler keeps each approval request's message showing its outcome,
+// its buttons removed, once it is decided: within Poll for a request
+// that expired or was cancelled, or whose click could not be answered.
+type Settler struct {
+	cfg   SettlerConfig
+	store ApprovalStore
+	out   Messenger
+	log   *slog.Logger
+}
+
+// NewSettler returns a settler; Run starts it.
+func NewSettler(cfg SettlerConfig, store ApprovalStore, out Messenger, logger *slog.Logger) *Settler {
+	cfg.Poll = cmp.Or(cfg.Poll, 2*time.Second)
+	cfg.Grace = cmp.Or(cfg.Grace, 2*time.Second)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Settler{cfg: cfg, store: store, out: out, log: logger.With("component", "approvals")}
+}
+
+// settleBatch bounds the messages one pass edits.
+const settleBatch = 20
+
+// Run edits the message of every decided request that still shows its
+// buttons, until ctx ends.
+func (a *Settler) Run(ctx context.Context) error {
+	drain(ctx, a.settle, settleBatch, a.cfg.Poll, nil, a.log, "settle approvals")
+	return nil
+}
+
+// settle edits one batch of messages to show their request's outcome. A
+// message that cannot be edited any more (its thread archived or
+// deleted) counts as settled. A failure ends the pass: the rest wait for
+// the next poll.
+func (a *Settler) settle(ctx context.Context) (int, error) {
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	list, err := a.store.UnsettledApprovals(qctx, a.cfg.Now().Add(-a.cfg.Grace), settleBatch)
+	cancel()
+	if err != nil {
+		return 0, err
+	}
+	for i, ap := range list {
+		ectx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := a.out.Edit(ectx, ap.ChannelID, ap.MessageID, ApprovalText(ap))
+		if err == nil || errors.Is(err, ErrPermanent) {
+			err = a.store.SettleApproval(ectx, ap.ID)
+		}
+		cancel()
+		if err != nil {
+			return i, fmt.Errorf("approval %d: %w", ap.ID, err)
+		}
+	}
+	return len(list), nil
+}
