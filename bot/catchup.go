@@ -17,6 +17,7 @@ import (
 // of the shard's guilds is caught up. Each shard catches up its own
 // guilds, wherever their shards run.
 func (b *Bot) onReady(s *discordgo.Session, r *discordgo.Ready) {
+	ready := time.Now()
 	shardID, count := s.ShardID, s.ShardCount
 	log := b.log.With("shard", shardID)
 	log.Debug("gateway ready", "session", r.SessionID, "guilds", len(r.Guilds))
@@ -25,7 +26,7 @@ func (b *Bot) onReady(s *discordgo.Session, r *discordgo.Ready) {
 		handles = func(guildID string) bool { return ShardOf(guildID, count) == shardID }
 	}
 	b.goWork(10*time.Minute, func(ctx context.Context) {
-		n, err := b.svc.CatchUp(ctx, b, handles)
+		n, err := b.svc.CatchUp(ctx, b, ready, handles)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Warn("catch up on missed messages", "recorded", n, "err", err)

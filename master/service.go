@@ -290,6 +290,13 @@ const catchUpWindow = 10 * time.Minute
 // catchUpRead bounds how many messages one thread's catch-up reads.
 const catchUpRead = 1000
 
+// catchUpSkew is how much later than the gateway's READY a message's own
+// timestamp (Discord's clock) may be and still have been posted before
+// it (this host's clock): such messages are recorded as if they had just
+// arrived, like the gateway's own, since either path may see them first.
+// Later ones are the gateway's alone.
+const catchUpSkew = 5 * time.Second
+
 // CatchUpPoint is where a session's catch-up starts reading its thread.
 type CatchUpPoint struct {
 	SessionID int64
@@ -319,10 +326,12 @@ type ThreadReader interface {
 // message on, and the messages found are routed as if they had just
 // arrived, in Discord's order (recording is idempotent, so a message
 // seen before changes nothing). At most CatchUpMax turns are started per
-// thread. handles says whether this process serves a guild. It returns
-// how many turns it recorded; a thread that cannot be read is skipped
-// with its error joined to the result.
-func (s *Service) CatchUp(ctx context.Context, r ThreadReader, handles func(guildID string) bool) (int, error) {
+// thread. ready is when the gateway session began: what was posted after
+// it arrives live, so it is not counted as missed (see catchUpSkew).
+// handles says whether this process serves a guild. It returns how many
+// turns it recorded; a thread that cannot be read is skipped with its
+// error joined to the result.
+func (s *Service) CatchUp(ctx context.Context, r ThreadReader, ready time.Time, handles func(guildID string) bool) (int, error) {
 	points, err := s.store.CatchUpPoints(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("catch up: %w", err)
@@ -341,7 +350,7 @@ func (s *Service) CatchUp(ctx context.Context, r ThreadReader, handles func(guil
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			n, err := s.catchUpThread(ctx, r, p)
+			n, err := s.catchUpThread(ctx, r, ready, p)
 			mu.Lock()
 			defer mu.Unlock()
 			total += n
@@ -368,7 +377,7 @@ func (s *Service) mayTalk(ctx context.Context, r ThreadReader, acc Access, p Cat
 	return err == nil && acc.Allows(AccessTalk, m.AuthorID, roles, p.ChannelID)
 }
 
-func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, p CatchUpPoint) (int, error) {
+func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, ready time.Time, p CatchUpPoint) (int, error) {
 	from := p.Started
 	if t := SnowflakeTime(p.Last).Add(-catchUpWindow); t.After(from) {
 		from = t
@@ -386,12 +395,25 @@ func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, p CatchUpPo
 		if m.AuthorBot || m.empty() {
 			continue
 		}
+		posted := SnowflakeTime(m.ID)
+		if posted.After(ready.Add(catchUpSkew)) {
+			break // the gateway delivers it
+		}
+		live := posted.After(ready)
 		t := Turn{SessionID: p.SessionID, MessageID: m.ID, GuildID: p.GuildID, ChannelID: p.ThreadID,
 			AuthorID: m.AuthorID, Content: CleanText(m.Content), State: TurnRefused}
-		if recorded < CatchUpMax && s.mayTalk(ctx, r, acc, p, m) {
+		if (live || recorded < CatchUpMax) && s.mayTalk(ctx, r, acc, p, m) {
 			if t, err = s.newTurn(ctx, p.SessionID, p.GuildID, p.ThreadID, m); err != nil {
 				return recorded, err
 			}
+		}
+		if live {
+			// Posted while the gateway listens: recorded as it would be
+			// on arrival, whichever path sees it first.
+			if _, _, err := s.store.RecordTurn(ctx, t, s.admission()); err != nil {
+				return recorded, err
+			}
+			continue
 		}
 		// The thread's queue bounds a catch-up too; its own notice below
 		// says what was left out.
@@ -407,8 +429,9 @@ func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, p CatchUpPo
 		}
 	}
 	if refused > 0 {
-		notice := fmt.Sprintf("⚠️ I was offline and missed %d messages here. I picked up %d; "+
-			"the other %d will not be answered, so please send again what still matters.", recorded+refused, recorded, refused)
+		notice := fmt.Sprintf("⚠️ I was offline and missed %s here. I picked up %d; "+
+			"the other %d will not be answered, so please send again what still matters.",
+			fmt.Sprint(recorded+refused)+plural(recorded+refused, " message", " messages"), recorded, refused)
 		if err := s.store.Notice(ctx, p.SessionID, notice); err != nil {
 			return recorded, err
 		}
