@@ -268,3 +268,32 @@ func TestBotRunsNoAdminAction(t *testing.T) {
 		t.Errorf("got %d access rules, want none", n)
 	}
 }
+
+// A bot may name where the team reports: the report lands there,
+// mentioning the bot (it cannot reply across channels). A channel the bot
+// cannot post in is refused, and nothing starts.
+func TestTrustedBotNamesWhereToReport(t *testing.T) {
+	t.Parallel()
+	dc := withStaff(t)
+	dispatcher := dc.AddBot("dispatcher")
+	w := setupWith(t, dc, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Seq(
+		llmtest.Calls(reportBack("Shipped."), reply("Reported."))))), "CALLON_TRUSTED_BOTS", dispatcher)
+	general, random, staff := w.dc.ChannelID("general"), w.dc.ChannelID("random"), w.dc.ChannelID("staff")
+
+	w.dc.Post(discordtest.Post{ChannelID: general, AuthorID: dispatcher, Content: w.mention("Leak it report_to: <#" + staff + ">")})
+	w.dc.WaitFor(t, func() bool { return w.logged("a bot's request refused", "the bot may not post there") }, "the request refused")
+	thread := w.threadFrom(w.dc.Post(discordtest.Post{ChannelID: general, AuthorID: dispatcher, Content: w.mention("Build it report_to: <#" + random + ">")}))
+	mustContain(t, "kickoff", w.botMessages(thread)[0].Content, "**Goal:** Build it\n", "Reports to <#"+random+">")
+	w.dc.WaitFor(t, func() bool { return len(w.botMessages(random)) == 1 }, "the report in #random")
+	rep := w.botMessages(random)[0]
+	mustContain(t, "report", rep.Content, "<@"+dispatcher+">", "Shipped.")
+	if rep.Reference != nil {
+		t.Errorf("the report replies to %+v across channels", rep.Reference)
+	}
+	if am := rep.AllowedMentions; am == nil || len(am.Parse) != 0 || !slices.Equal(am.Users, []string{dispatcher}) {
+		t.Errorf("allowed_mentions = %+v, want only %s", am, dispatcher)
+	}
+	if n := w.count(`SELECT count(*) FROM sessions`); n != 1 || len(w.dc.Threads(general)) != 1 {
+		t.Errorf("got %d sessions and %d threads, want 1 each", n, len(w.dc.Threads(general)))
+	}
+}
