@@ -18,9 +18,11 @@ import (
 const codeThreadExists = 160004
 
 // botRequest takes a bot's message that starts with a mention of callon,
-// outside a team's thread, as a request to start a team, and handles it
-// off the gateway's goroutine; it reports whether it did. Anything else a
-// bot posts is routed as a message (HandleMessage ignores bots callon does
+// outside a team's thread, as a request to start a team; it reports
+// whether it did. Whether callon trusts the bot is checked here, so a bot
+// it does not trust costs one query and no goroutine; a trusted bot's
+// request is handled off the gateway's goroutine. Anything else a bot
+// posts is routed as a message (HandleMessage ignores bots callon does
 // not trust).
 func (b *Bot) botRequest(log *slog.Logger, in master.Incoming, self string) bool {
 	req, ok, perr := master.ParseBotRequest(in.Content, self)
@@ -32,12 +34,20 @@ func (b *Bot) botRequest(log *slog.Logger, in master.Incoming, self string) bool
 	if _, err := b.store.ActiveSession(ctx, in.ChannelID); err == nil {
 		return false // a trusted bot talking to a team
 	}
+	log = log.With("bot_id", in.AuthorID)
+	trusted, err := b.svc.Trusts(ctx, in.GuildID, in.AuthorID)
+	switch {
+	case err != nil:
+		log.Warn("a bot's request: check whether callon trusts it", "err", err)
+		return true
+	case !trusted:
+		log.Debug("ignored a request from a bot callon does not trust")
+		return true
+	case perr != nil:
+		log.Info("a bot's request ignored", "reason", master.ErrorMessage(perr))
+		return true
+	}
 	b.goWork(time.Minute, func(ctx context.Context) {
-		log := log.With("bot_id", in.AuthorID)
-		if perr != nil {
-			log.Info("a bot's request ignored", "reason", master.ErrorMessage(perr))
-			return
-		}
 		if err := b.startForBot(ctx, log, in, req); err != nil {
 			log.Warn("start a team for a bot", "err", err)
 		}
@@ -49,16 +59,8 @@ func (b *Bot) botRequest(log *slog.Logger, in master.Incoming, self string) bool
 // opened from its message, reporting back to its channel (or the one it
 // named) with a mention of it. A request callon may not honour gets no
 // answer, only a log line: an answer could wake a bot that answers it in
-// turn. Nothing here is done for a bot callon does not trust.
+// turn.
 func (b *Bot) startForBot(ctx context.Context, log *slog.Logger, in master.Incoming, req master.BotRequest) error {
-	trusted, err := b.svc.Trusts(ctx, in.GuildID, in.AuthorID)
-	if err != nil {
-		return err
-	}
-	if !trusted {
-		log.Debug("ignored a request from a bot callon does not trust")
-		return nil
-	}
 	ch, err := b.Channels().channel(ctx, in.ChannelID)
 	if err != nil {
 		return fmt.Errorf("look up channel: %w", err)
