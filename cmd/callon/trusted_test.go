@@ -53,8 +53,9 @@ func botWorld(t *testing.T, script llmtest.Script, env ...string) (w *world, dis
 
 // A trusted bot's mention starts a team in a thread opened from its
 // message; the team works at once, and its report replies to the bot's
-// message and pings that bot and nobody else. The bot then talks in the
-// thread like a person, marked as a bot for the master.
+// message and pings that bot and nobody else. A redelivered message
+// starts nothing more. The bot then talks in the thread like a person,
+// marked as a bot for the master.
 func TestTrustedBotStartsATeamAndIsMentioned(t *testing.T) {
 	t.Parallel()
 	var seen []llmtest.Request
@@ -73,6 +74,9 @@ func TestTrustedBotStartsATeamAndIsMentioned(t *testing.T) {
 	product := w.dc.ChannelID("general")
 	req := w.dc.Post(discordtest.Post{ChannelID: product, AuthorID: dispatcher, Content: w.mention("Build the login page")})
 	thread := w.threadFrom(req)
+	// Discord may deliver the message again: the team is not started twice.
+	w.dc.Redeliver(req)
+	w.dc.WaitFor(t, func() bool { return w.logged("a bot's request was handled already", thread) }, "the redelivery recognised")
 
 	if kickoff := w.botMessages(thread)[0].Content; !strings.Contains(kickoff, "Build the login page") || !strings.Contains(kickoff, "Reports to <#"+product+">") {
 		t.Errorf("kickoff:\n%s", kickoff)
