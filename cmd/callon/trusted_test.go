@@ -301,3 +301,28 @@ func TestTrustedBotNamesWhereToReport(t *testing.T) {
 		t.Errorf("got %d sessions and %d threads, want 1 each", n, len(w.dc.Threads(general)))
 	}
 }
+
+// What a trusted bot posted in a team's thread while callon was away is
+// caught up like a person's message; an untrusted bot's is not, nor
+// callon's own.
+func TestTrustedBotCaughtUp(t *testing.T) {
+	t.Parallel()
+	w, dispatcher := botWorld(t, llmtest.Switch(llmtest.Match(masterPrompt, llmtest.Always(reply("ok")))))
+	stranger := w.dc.AddBot("stranger")
+	thread := w.threadFrom(w.dc.Post(discordtest.Post{ChannelID: w.dc.ChannelID("general"), AuthorID: dispatcher, Content: w.mention("Away")}))
+	w.waitReply(thread, w.dc.Post(discordtest.Post{ChannelID: thread, AuthorID: dispatcher, Content: "first"}))
+	w.stop()
+	w.dc.Post(discordtest.Post{ChannelID: thread, AuthorID: stranger, Content: "let me in"})
+	w.dc.Post(discordtest.Post{ChannelID: thread, AuthorID: w.dc.BotUserID(), Content: "my own words"})
+	missed := w.dc.Post(discordtest.Post{ChannelID: thread, AuthorID: dispatcher, Content: "while you were away"})
+	w.start()
+	if got := w.waitReply(thread, missed); got != "ok" {
+		t.Errorf("reply to the missed message = %q", got)
+	}
+	if n := w.count(`SELECT count(*) FROM turns WHERE author_id = $1 AND author_bot`, dispatcher); n != 3 {
+		t.Errorf("got %d turns of the trusted bot, want 3 (the brief and two messages)", n)
+	}
+	if n := w.count(`SELECT count(*) FROM turns WHERE author_id IN ($1, $2)`, stranger, w.dc.BotUserID()); n != 0 {
+		t.Errorf("got %d turns of bots callon does not listen to, want 0", n)
+	}
+}
