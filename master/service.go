@@ -70,13 +70,6 @@ type ServiceConfig struct {
 	BotPerHour int
 }
 
-// caps are the caps on starting a team, the bot's hourly cap included.
-func (s *Service) caps() SessionCaps {
-	c := s.cfg.Caps
-	c.BotPerHour = s.cfg.BotPerHour
-	return c
-}
-
 // Service is the entry point the bot calls with what people do in Discord.
 type Service struct {
 	cfg    ServiceConfig
@@ -92,6 +85,13 @@ func NewService(cfg ServiceConfig, store SessionStore, roster func(ctx context.C
 		roster = func(context.Context, string, string) ([]Role, error) { return DefaultRoles(), nil }
 	}
 	return &Service{cfg: cfg, store: store, roster: roster}
+}
+
+// caps are the caps on starting a team, the bot's hourly cap included.
+func (s *Service) caps() SessionCaps {
+	c := s.cfg.Caps
+	c.BotPerHour = s.cfg.BotPerHour
+	return c
 }
 
 // Starter is who starts a team, and where: the channel the team lives in
@@ -136,7 +136,7 @@ func (s *Service) CheckStart(ctx context.Context, st Starter) error {
 // never answered when it is refused).
 func (s *Service) botCapped(err error) error {
 	return &Error{Code: ELimit, Err: err,
-		Message: fmt.Sprintf("That bot has started %d messages for callon teams within the hour, the most allowed.", s.cfg.BotPerHour)}
+		Message: fmt.Sprintf("That bot has sent callon teams %d messages within the hour, the most one bot may.", s.cfg.BotPerHour)}
 }
 
 // Trusts reports whether callon listens to botID in a guild: the
