@@ -240,9 +240,24 @@ func (b *Bot) goWork(timeout time.Duration, f func(ctx context.Context)) {
 	})
 }
 
+// selfID is the bot user's id as a session knows it once the gateway
+// said READY; "" before.
+func selfID(s *discordgo.Session) string {
+	s.State.RLock()
+	defer s.State.RUnlock()
+	if s.State.User != nil {
+		return s.State.User.ID
+	}
+	return ""
+}
+
 func (b *Bot) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 	if m.Author == nil || m.GuildID == "" {
 		return
+	}
+	self := selfID(s)
+	if self == "" || m.Author.ID == self {
+		return // callon never reacts to itself
 	}
 	in := master.Incoming{
 		ID: m.ID, GuildID: m.GuildID, ChannelID: m.ChannelID,
@@ -253,6 +268,9 @@ func (b *Bot) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 		in.AuthorRoles = m.Member.Roles
 	}
 	log := b.log.With("shard", s.ShardID, "guild_id", in.GuildID, "channel_id", in.ChannelID, "message_id", in.ID)
+	if in.AuthorBot && b.botRequest(log, in, self) {
+		return
+	}
 	if b.route(b.ctx, log, in) == nil {
 		return
 	}

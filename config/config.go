@@ -59,6 +59,8 @@ type Config struct {
 	Roles []Roster
 	// MCPServers is the roles file's mcp_servers, in name order.
 	MCPServers []MCPServer
+	// GuildTrustedBots are the roles file's trusted_bots, by guild id.
+	GuildTrustedBots map[string][]string
 	// Providers are the named model providers besides OPENAI_*, from the
 	// roles file and CALLON_PROVIDERS, in name order.
 	Providers []Provider
@@ -149,7 +151,7 @@ func Load(getenv func(string) string) Config {
 		if err != nil {
 			p.fail("CALLON_ROLES_FILE", "%v", err)
 		}
-		c.Roles, c.MCPServers, c.Providers = rf.Rosters, rf.MCPServers, rf.Providers
+		c.Roles, c.MCPServers, c.Providers, c.GuildTrustedBots = rf.Rosters, rf.MCPServers, rf.Providers, rf.TrustedBots
 	}
 	c.Providers = p.providers(c.Providers)
 	c.HandBack = p.handBack()
@@ -260,6 +262,7 @@ func (c Config) attrs() []slog.Attr {
 		slog.Int("dispatch_depth", h.DispatchDepth),
 		slog.Int("max_active_sessions", h.MaxActiveSessions),
 		slog.Int("report_cap", h.ReportCap),
+		slog.String("trusted_bots", strings.Join(h.TrustedBots, ",")),
 		slog.String("webhook_url", redactWebhookURL(w.URL)),
 		slog.String("webhook_secret", redact(w.Secret)),
 		slog.Int("webhook_retries", w.Retries),

@@ -35,9 +35,15 @@ type Session struct {
 	DispatchedBy   int64
 	DispatchedTurn int64 // the dispatching turn
 	DispatchDepth  int
-	Usage          Usage // tokens used by the session so far
-	CreatedAt      time.Time
-	EndedAt        time.Time // zero while active
+	// RequestedByBot is the trusted bot that started the session by
+	// mentioning callon in ChannelID, and RequestMessageID its message:
+	// the team's reports mention that bot (and reply to its message when
+	// they land in ChannelID). "" for a session a person started.
+	RequestedByBot   string
+	RequestMessageID string
+	Usage            Usage // tokens used by the session so far
+	CreatedAt        time.Time
+	EndedAt          time.Time // zero while active
 }
 
 // Role is a member of a team: a specialist with its own prompt and model.
@@ -77,6 +83,9 @@ type Turn struct {
 	GuildID   string
 	ChannelID string // where the message was posted: the session's thread
 	AuthorID  string
+	// AuthorBot says a (trusted) bot wrote the message: the master is told
+	// so, and a bot's turns per hour are capped.
+	AuthorBot bool
 	Content   string
 	State     TurnState
 	Round     int // the current round of delegation; 0 before the first

@@ -60,6 +60,11 @@ func ReportTexts(from Session, summary string, final bool) (posted []string, tur
 		kind = "Final report"
 	}
 	head := fmt.Sprintf("📬 **%s from the team working on:** %s\n%s\n\n", kind, Truncate(oneLine(from.Goal, 300), 300), jump)
+	if from.RequestedByBot != "" {
+		// The bot that asked is woken by its mention (and by nothing else:
+		// the message's allowed_mentions lists only it).
+		head = "<@" + from.RequestedByBot + "> " + head
+	}
 	posted = Split(head+strings.TrimSpace(summary), MaxMessageLen)
 	if len(posted) > maxReplyParts {
 		posted = posted[:maxReplyParts]

@@ -113,8 +113,16 @@ func (s *Store) deliverReport(ctx context.Context, tx pgx.Tx, from master.Sessio
 		if _, err := addSignal(ctx, tx, to.ID, 0, master.SignalReport, in); err != nil {
 			return master.Report{}, err
 		}
-	} else if err := postParts(ctx, tx, from.ID, from.ReportTo, fmt.Sprintf("r%d", rep.ID), r.Posted); err != nil {
-		return master.Report{}, err
+	} else {
+		// A team a trusted bot started wakes that bot: the report mentions
+		// it, and replies to its request when it lands where the bot asked.
+		var replyTo string
+		if from.RequestedByBot != "" && from.ReportTo == from.ChannelID {
+			replyTo = from.RequestMessageID
+		}
+		if err := postParts(ctx, tx, from.ID, from.ReportTo, fmt.Sprintf("r%d", rep.ID), r.Posted, replyTo, from.RequestedByBot); err != nil {
+			return master.Report{}, err
+		}
 	}
 	out, _ := marshalJSON(payload)
 	if _, err := addSignal(ctx, tx, from.ID, 0, master.SignalReport, out); err != nil {

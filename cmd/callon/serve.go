@@ -131,6 +131,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		svc := master.NewService(master.ServiceConfig{
 			Caps:      master.SessionCaps{PerGuild: cfg.HandBack.MaxActiveSessions, PerUser: cfg.Caps.MaxUserSessions},
 			MaxQueued: cfg.Caps.MaxQueuedTurns, UserPerMinute: cfg.Caps.UserTurnsPerMinute,
+			TrustedBots: cfg.HandBack.TrustedBots, GuildTrustedBots: cfg.GuildTrustedBots, BotPerHour: cfg.HandBack.ReportCap,
 		}, st, roles.Roster).WithAttachments(master.AttachmentPolicy{
 			CDN: att.CDN(), MaxFile: att.MaxFile, MaxMessage: att.MaxMessage})
 		approvals := master.NewApprovals(st, log)
@@ -138,7 +139,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 			CancelSession: cancelSession, Catalog: roles.Roster, Budget: budget, Prices: prices,
 		}, st, masterModel, log)
-		limits := master.NewLimits(budget, prices, st)
+		limits := master.NewLimits(budget, prices, st).WithConfigTrust(svc.ConfigTrustedBots)
 		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL,
 			ShardCount: cfg.Sharding.Count, ShardIDs: cfg.Sharding.IDs, Metrics: reg}, svc, cmds, roles, limits, approvals, st, log)
 		if err != nil {
