@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/callonbot/callon/webhook"
 )
 
 const hookSecret = "whsec-test"
@@ -53,10 +56,15 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 		if sig := req.Header.Get("X-Callon-Signature"); sig != "sha256="+hex.EncodeToString(m.Sum(nil)) {
 			t.Errorf("delivery with signature %q does not verify: %s", sig, d.Body)
 		}
+		id, err := webhook.Verify(hookSecret, req.Header, d.Body, time.Now())
+		if err != nil {
+			t.Errorf("delivery %s does not verify the Standard Webhooks way: %v", d.Body, err)
+		}
 		if err := json.Unmarshal(d.Body, &d.Event); err != nil {
 			t.Errorf("delivery %s: %v", d.Body, err)
 		}
-		if req.Header.Get("X-Callon-Event") != d.Event.Event || req.Header.Get("X-Callon-Delivery") != strconv.FormatInt(d.Event.ID, 10) {
+		if req.Header.Get("X-Callon-Event") != d.Event.Event || req.Header.Get("X-Callon-Delivery") != strconv.FormatInt(d.Event.ID, 10) ||
+			id != strconv.FormatInt(d.Event.ID, 10) {
 			t.Errorf("headers %v disagree with the body %s", req.Header, d.Body)
 		}
 		r.mu.Lock()
