@@ -204,7 +204,7 @@ func (a *API) Dispatch(ctx context.Context, d DispatchRequest) (sess Session, cr
 	}
 	sess, _, err = a.cfg.Service.StartSession(ctx, NewSession{
 		GuildID: d.GuildID, ChannelID: ch.ID, ThreadID: thread, OwnerID: d.UserID, Goal: goal, Roles: d.Roles,
-		ReportTo: reportTo, APIKey: d.Key, CallbackURL: d.CallbackURL,
+		ReportTo: reportTo, APIKey: d.Key, CallbackURL: d.CallbackURL, Brief: apiBrief(goal, d.UserID, reportTo != "" || d.CallbackURL != ""),
 	})
 	if err != nil {
 		a.archive(ctx, thread)
@@ -219,6 +219,18 @@ func (a *API) Dispatch(ctx context.Context, d DispatchRequest) (sess Session, cr
 	}
 	a.log.Info("session started through the API", "session_id", sess.ID, "thread_id", thread, "guild_id", d.GuildID)
 	return sess, true, nil
+}
+
+// apiBrief is the first turn of a team the API started: like a
+// dispatched team's, it sets the team to work at once, and says to
+// report the result when the team reports anywhere.
+func apiBrief(goal, userID string, reports bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[Started through callon's API for <@%s>]\n\nWork on your goal: %s", userID, goal)
+	if reports {
+		b.WriteString("\n\nWhen you have the result the requester needs, send it with report_back, then reply here.")
+	}
+	return b.String()
 }
 
 // archive archives a thread a refused start left empty.
