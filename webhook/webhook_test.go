@@ -117,6 +117,14 @@ func TestVerify(t *testing.T) {
 	}
 }
 
+// README's test vector, computed with openssl as README shows.
+func TestREADMEVector(t *testing.T) {
+	t.Parallel()
+	if got := webhook.SignV1("api-secret-0123456789", "msg_1", 1700000000, []byte(`{"a":1}`)); got != "v1,O+uwObbqd6BgudSvBkahfpGxCb4kd/ClD1UynduwRpo=" {
+		t.Errorf("SignV1 = %s, want README's vector", got)
+	}
+}
+
 // A secret in the Standard Webhooks form ("whsec_" and base64) keys the
 // HMAC with its decoded bytes, as the Standard Webhooks libraries do.
 func TestWhsecSecretIsDecoded(t *testing.T) {
