@@ -65,7 +65,7 @@ func newOpsHandler(checks map[string]check, metrics http.Handler, api http.Handl
 // serveHTTP serves h on addr until ctx ends.
 func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
 	srv := &http.Server{
-		Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second,
+		Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

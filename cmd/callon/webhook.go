@@ -18,6 +18,15 @@ import (
 // the API started with a callback to that URL, signed with the API's
 // secret, through a client that connects only where fetch_url may.
 func newWebhookSender(cfg config.Config, st *store.Store, wake <-chan string, m master.Metrics, log *slog.Logger) (*master.WebhookSender, error) {
+	post, err := newPoster(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return master.NewWebhookSender(master.WebhookSenderConfig{Retries: cfg.Webhook.Retries, Wake: wake, Metrics: m}, st, post, log), nil
+}
+
+// newPoster posts events to CALLON_WEBHOOK_URL and to callbacks.
+func newPoster(cfg config.Config) (master.Poster, error) {
 	ua := "callon/" + version
 	var r routedPoster
 	if cfg.Webhook.Enabled() {
@@ -30,7 +39,7 @@ func newWebhookSender(cfg config.Config, st *store.Store, wake <-chan string, m 
 		}
 		r.callback = webhook.New("", cfg.API.Secret, ua, &http.Client{Transport: t})
 	}
-	return master.NewWebhookSender(master.WebhookSenderConfig{Retries: cfg.Webhook.Retries, Wake: wake, Metrics: m}, st, r, log), nil
+	return r, nil
 }
 
 // routedPoster sends an event with a URL of its own (a callback) with
