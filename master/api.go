@@ -194,6 +194,15 @@ func (a *API) Dispatch(ctx context.Context, d DispatchRequest) (sess Session, cr
 	if err := a.cfg.Service.CheckStart(ctx, Starter{GuildID: d.GuildID, ChannelID: ch.ID, UserID: d.UserID, Roles: m.Roles}); err != nil {
 		return Session{}, false, err
 	}
+	if len(d.Roles) > 0 { // refused before a thread a refusal would leave empty
+		roster, err := a.cfg.Service.roster(ctx, d.GuildID, ch.ID)
+		if err != nil {
+			return Session{}, false, fmt.Errorf("resolve roster: %w", err)
+		}
+		if _, err := PickRoles(roster, d.Roles); err != nil {
+			return Session{}, false, err
+		}
+	}
 	if err := a.cfg.Channels.CanPost(ctx, ch.ID); err != nil {
 		return Session{}, false, Errorf(ENotAllowed, "I may not post or open threads in <#%s>.", ch.ID)
 	}

@@ -130,6 +130,7 @@ func TestAPIDispatchRefusals(t *testing.T) {
 		{"a member who may not post", nil, func(f *apiFakes) {
 			f.member = func(string) (GuildMember, error) { return GuildMember{}, nil }
 		}, ENotAllowed, ErrNotAllowed, 0},
+		{"an unknown role", func(d DispatchRequest) DispatchRequest { d.Roles = []string{"astronaut"}; return d }, nil, EInvalid, nil, 0},
 		{"a stranger", nil, func(f *apiFakes) {
 			f.member = func(string) (GuildMember, error) { return GuildMember{}, ErrNotFound }
 		}, ENotFound, nil, 0},
