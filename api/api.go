@@ -35,6 +35,17 @@ type Service interface {
 
 var _ Service = (*master.API)(nil)
 
+// Metrics counts the API's requests; metrics.Registry implements it.
+type Metrics interface {
+	// APIRequest counts a request to endpoint ("dispatch", "message",
+	// "session", "other") answered with code: "ok" or an error's code.
+	APIRequest(endpoint, code string)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) APIRequest(string, string) {}
+
 // Defaults of Config.
 const (
 	DefaultMaxBody = 64 << 10 // bytes of a request's body
@@ -50,6 +61,7 @@ type Config struct {
 	Rate    int              // requests a minute this process takes; more are refused (429)
 	Burst   int
 	Timeout time.Duration // one request's work (60 s: a dispatch talks to Discord)
+	Metrics Metrics       // nil: none
 }
 
 // Handler serves the API.
@@ -70,21 +82,40 @@ func New(cfg Config, svc Service, logger *slog.Logger) *Handler {
 	cfg.Rate = cmp.Or(cfg.Rate, DefaultRate)
 	cfg.Burst = cmp.Or(cfg.Burst, DefaultBurst)
 	cfg.Timeout = cmp.Or(cfg.Timeout, time.Minute)
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
 	h := &Handler{cfg: cfg, svc: svc, log: logger.With("component", "api"),
 		limit: rate.NewLimiter(rate.Limit(float64(cfg.Rate)/60), cfg.Burst)}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/dispatch", h.signed(h.dispatch))
-	mux.HandleFunc("POST /v1/sessions/{id}/messages", h.signed(h.message))
-	mux.HandleFunc("GET /v1/sessions/{id}", h.signed(h.session))
-	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /v1/dispatch", h.counted("dispatch", h.signed(h.dispatch)))
+	mux.HandleFunc("POST /v1/sessions/{id}/messages", h.counted("message", h.signed(h.message)))
+	mux.HandleFunc("GET /v1/sessions/{id}", h.counted("session", h.signed(h.session)))
+	mux.HandleFunc("/v1/", h.counted("other", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "There is no such endpoint: see README, \"Inbound API\".")
-	})
+	}))
 	h.mux = mux
 	return h
 }
 
 // ServeHTTP serves a request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// counted counts each request to endpoint by the code it was answered
+// with.
+func (h *Handler) counted(endpoint string, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		cw := &codeWriter{ResponseWriter: w, code: "ok"}
+		next(cw, r)
+		h.cfg.Metrics.APIRequest(endpoint, cw.code)
+	}
+}
+
+// codeWriter remembers the code of the error written through it.
+type codeWriter struct {
+	http.ResponseWriter
+	code string
+}
 
 // request is a signed request, checked: its body and its id.
 type request struct {

@@ -287,3 +287,28 @@ func TestMessageAndSession(t *testing.T) {
 		t.Errorf("the callback URL shows: %s", w.Body)
 	}
 }
+
+// countingMetrics records APIRequest calls.
+type countingMetrics struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (m *countingMetrics) APIRequest(endpoint, code string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.got = append(m.got, endpoint+" "+code)
+}
+
+func TestRequestsAreCounted(t *testing.T) {
+	t.Parallel()
+	m := &countingMetrics{}
+	e := setup(t, api.Config{Metrics: m})
+	e.do("POST", "/v1/dispatch", dispatchJSON, now, "", secret)
+	e.do("GET", "/v1/sessions/7", "", now, "", "wrong")
+	e.do("GET", "/v1/elsewhere", "", now, "", secret)
+	want := []string{"dispatch ok", "session unauthorized", "other not_found"}
+	if strings.Join(m.got, ",") != strings.Join(want, ",") {
+		t.Errorf("counted %v, want %v", m.got, want)
+	}
+}

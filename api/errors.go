@@ -38,6 +38,9 @@ type ErrorBody struct {
 }
 
 func writeError(w http.ResponseWriter, status int, code, message string) {
+	if cw, ok := w.(*codeWriter); ok {
+		cw.code = code
+	}
 	var b ErrorBody
 	b.Error.Code, b.Error.Message = code, message
 	writeJSON(w, status, b)

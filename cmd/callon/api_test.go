@@ -124,7 +124,7 @@ func setupAPI(t *testing.T, script llmtest.Script, env ...string) (*world, *apiC
 	t.Helper()
 	addr := freeAddr(t)
 	w := setup(t, script, append([]string{"CALLON_HTTP_ADDR", addr, "CALLON_API_SECRET", apiSecret,
-		"CALLON_FETCH_ALLOW", "127.0.0.1"}, env...)...)
+		"CALLON_FETCH_ALLOW", "127.0.0.1", "CALLON_API_RATE", "6000"}, env...)...)
 	w.dc.WaitFor(t, func() bool { code, _ := get("http://" + addr + "/healthz"); return code == 200 }, "the HTTP endpoint")
 	return w, &apiClient{t: t, base: "http://" + addr}
 }

@@ -181,7 +181,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		if cfg.API.Enabled() {
 			inbound := master.NewAPI(master.APIConfig{Service: svc, Channels: b.Channels(), Guilds: b.Channels(),
 				Archive: b.Messenger().Archive}, st, log)
-			apiHandler = api.New(api.Config{Secret: cfg.API.Secret, Rate: cfg.API.Rate}, inbound, log)
+			apiHandler = api.New(api.Config{Secret: cfg.API.Secret, Rate: cfg.API.Rate, Metrics: reg}, inbound, log)
 		}
 	}
 	if cfg.HTTPAddr != "" {
