@@ -8,6 +8,7 @@
 package api
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -320,7 +321,7 @@ func sessionID(r *http.Request) (int64, error) {
 // decode reads a JSON object, refusing unknown fields (a typo would
 // otherwise be silently ignored).
 func decode(body []byte, v any) error {
-	dec := json.NewDecoder(bytesReader(body))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return master.Errorf(master.EInvalid, "The body is not the JSON object this endpoint takes: %s.", jsonProblem(err))

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,8 +86,6 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	writeError(w, status, code, master.ErrorMessage(err))
 }
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // jsonProblem says what is wrong with a body, without echoing it.
 func jsonProblem(err error) string {
