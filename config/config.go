@@ -74,6 +74,7 @@ type Config struct {
 	Limits      Limits
 	HandBack    HandBack
 	Webhook     Webhook
+	API         API
 	Attachments Attachments
 	Caps        Caps
 	Tools       Tools
@@ -156,6 +157,7 @@ func Load(getenv func(string) string) Config {
 	c.Providers = p.providers(c.Providers)
 	c.HandBack = p.handBack()
 	c.Webhook = p.webhook()
+	c.API = p.api(c.HTTPAddr)
 	c.Attachments = p.attachments()
 	c.Caps = p.caps()
 	c.Tools = p.tools()
@@ -266,6 +268,8 @@ func (c Config) attrs() []slog.Attr {
 		slog.String("webhook_url", redactWebhookURL(w.URL)),
 		slog.String("webhook_secret", redact(w.Secret)),
 		slog.Int("webhook_retries", w.Retries),
+		slog.String("api_secret", redact(c.API.Secret)),
+		slog.Int("api_rate", c.API.Rate),
 		slog.String("providers", providerList(c.Providers)),
 		slog.String("discord_cdn_url", c.Attachments.CDNURL),
 		slog.Int64("attachment_max_file", c.Attachments.MaxFile),

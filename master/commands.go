@@ -207,7 +207,7 @@ func (c *Commands) Dissolve(ctx context.Context, s Session, a Actor) error {
 		return err
 	}
 	var final *NewReport
-	if s.ReportTo != "" {
+	if s.ReportTo != "" || s.CallbackURL != "" {
 		sent, last, err := c.store.HandBack(ctx, s.ID)
 		if err != nil {
 			return err

@@ -41,9 +41,14 @@ type Session struct {
 	// they land in ChannelID). "" for a session a person started.
 	RequestedByBot   string
 	RequestMessageID string
-	Usage            Usage // tokens used by the session so far
-	CreatedAt        time.Time
-	EndedAt          time.Time // zero while active
+	// APIKey is the idempotency key of the API request that started the
+	// team; "" for a team started otherwise. CallbackURL, when set,
+	// receives the team's reports.
+	APIKey      string
+	CallbackURL string
+	Usage       Usage // tokens used by the session so far
+	CreatedAt   time.Time
+	EndedAt     time.Time // zero while active
 }
 
 // Role is a member of a team: a specialist with its own prompt and model.
@@ -109,8 +114,13 @@ type Turn struct {
 	// recorded (see AttachmentPolicy.Plan); a turn read back does not
 	// carry them: they are read on their own, with their content.
 	Attachments []Attachment
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Echo, given when the turn is recorded, is posted in the thread
+	// before the turn is answered, if it is admitted: the text of a
+	// message that came through the API, so people see what the team
+	// answers. A turn read back does not carry it.
+	Echo      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // TaskState is the life cycle of a task.

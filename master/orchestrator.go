@@ -533,7 +533,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err
 	}()
 	retried, actions := false, 0
 	env := decisionEnv{maxTasks: o.cfg.MaxTasks, maxRoles: o.cfg.MaxRoles, mustReply: tc.mustReply != "", round: tc.roundTasks(),
-		reportTo: tc.session.ReportTo, dispatch: o.cfg.Dispatch && tc.session.DispatchDepth < o.cfg.DispatchDepth,
+		reportTo: tc.session.ReportTo, callback: tc.session.CallbackURL != "", dispatch: o.cfg.Dispatch && tc.session.DispatchDepth < o.cfg.DispatchDepth,
 		attachments: tc.attachments}
 	// What the turn posts names the files nobody read, whatever the model
 	// wrote.

@@ -208,6 +208,11 @@ type NewSession struct {
 	// and the bot's turns per hour are capped.
 	RequestedByBot   string
 	RequestMessageID string
+	// APIKey and CallbackURL are set for a team started through the API:
+	// its idempotency key (ErrKeyUsed when a team has it already) and
+	// where its reports go, besides ReportTo.
+	APIKey      string
+	CallbackURL string
 }
 
 // StartSession creates the team and queues its kickoff message.
@@ -232,7 +237,8 @@ func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Ro
 		OwnerID: n.OwnerID, Goal: goal, State: SessionActive, ReportTo: n.ReportTo,
 		DispatchedBy: n.DispatchedBy, DispatchedTurn: n.DispatchedTurn, DispatchDepth: n.DispatchDepth,
 		RequestedByBot: n.RequestedByBot, RequestMessageID: n.RequestMessageID,
-	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0), n.Brief, s.caps())
+		APIKey: n.APIKey, CallbackURL: n.CallbackURL,
+	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0, n.CallbackURL != ""), n.Brief, s.caps())
 	if errors.Is(err, ErrCapped) {
 		return Session{}, nil, CapRefusal(err)
 	}
@@ -249,8 +255,10 @@ func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Ro
 	return sess, roster, nil
 }
 
-// Kickoff is the first message in a team's thread.
-func Kickoff(goal, ownerID string, roster []Role, reportTo string, dispatched bool) string {
+// Kickoff is the first message in a team's thread. callback says the
+// team was started through the API with a callback URL (never shown: it
+// may carry a token).
+func Kickoff(goal, ownerID string, roster []Role, reportTo string, dispatched, callback bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "🚀 **Team assembled** by <@%s>\n**Goal:** %s\n\n**Team**\n", ownerID, Truncate(goal, 600))
 	for _, r := range roster {
@@ -259,8 +267,12 @@ func Kickoff(goal, ownerID string, roster []Role, reportTo string, dispatched bo
 	switch {
 	case dispatched:
 		fmt.Fprintf(&b, "\n📨 Dispatched by the team in <#%s>: it reports back there.\n", reportTo)
+	case reportTo != "" && callback:
+		fmt.Fprintf(&b, "\n📨 Reports to <#%s> and to the API caller that started it.\n", reportTo)
 	case reportTo != "":
 		fmt.Fprintf(&b, "\n📨 Reports to <#%s>.\n", reportTo)
+	case callback:
+		b.WriteString("\n📨 Started through the API: it reports back to the caller.\n")
 	}
 	b.WriteString("\nTalk to the team right here: every message goes to the coordinator, who answers or hands work to the team. `/team` shows who is doing what, `/dissolve` ends the session.")
 	return Truncate(b.String(), MaxMessageLen)

@@ -14,14 +14,14 @@ import (
 
 const sessionColumns = `s.id, s.guild_id, s.channel_id, s.thread_id, s.owner_id, s.goal, s.state,
 	coalesce(s.report_to, ''), coalesce(s.dispatched_by, 0), s.dispatch_depth,
-	s.prompt_tokens, s.completion_tokens, s.created_at, s.ended_at,
+	coalesce(s.api_key, ''), coalesce(s.callback_url, ''), s.prompt_tokens, s.completion_tokens, s.created_at, s.ended_at,
 	coalesce(s.requested_by_bot, ''), coalesce(s.request_message_id, '')`
 
 func scanSession(row pgx.Row) (master.Session, error) {
 	var s master.Session
 	var ended *time.Time
 	err := row.Scan(&s.ID, &s.GuildID, &s.ChannelID, &s.ThreadID, &s.OwnerID, &s.Goal, &s.State,
-		&s.ReportTo, &s.DispatchedBy, &s.DispatchDepth, &s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.CreatedAt, &ended,
+		&s.ReportTo, &s.DispatchedBy, &s.DispatchDepth, &s.APIKey, &s.CallbackURL, &s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.CreatedAt, &ended,
 		&s.RequestedByBot, &s.RequestMessageID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Session{}, master.ErrNotFound
@@ -64,15 +64,18 @@ func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []
 	}
 	created, err := scanSession(tx.QueryRow(ctx, `
 		INSERT INTO sessions AS s (guild_id, channel_id, thread_id, owner_id, goal, report_to, dispatched_by, dispatch_depth, dispatched_turn,
-		                           requested_by_bot, request_message_id)
-		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8, nullif($9, 0), nullif($10, ''), nullif($11, ''))
+		                           requested_by_bot, request_message_id, api_key, callback_url)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8, nullif($9, 0), nullif($10, ''), nullif($11, ''), nullif($12, ''), nullif($13, ''))
 		RETURNING `+sessionColumns,
 		sess.GuildID, sess.ChannelID, sess.ThreadID, sess.OwnerID, sess.Goal, sess.ReportTo, sess.DispatchedBy, sess.DispatchDepth, sess.DispatchedTurn,
-		sess.RequestedByBot, sess.RequestMessageID))
+		sess.RequestedByBot, sess.RequestMessageID, sess.APIKey, sess.CallbackURL))
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "sessions_active_thread_key" {
 			return master.Session{}, master.ErrSessionActive
+		}
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "sessions_api_key_key" {
+			return master.Session{}, master.ErrKeyUsed
 		}
 		return master.Session{}, fmt.Errorf("start session: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -107,6 +108,11 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 	}
 	if err := insertAttachments(ctx, tx, turn, t.Attachments); err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
+	}
+	if t.Echo != "" {
+		if err := queueNotice(ctx, tx, t.SessionID, master.OutNotice, turn.ChannelID, t.Echo); err != nil {
+			return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
+		}
 	}
 	answered := false
 	if len(t.Attachments) == 0 {
@@ -445,7 +451,9 @@ func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind maste
 		nonces[i] = outNonce(turn.ID, kind, seq, i)
 		contents[i] = master.CleanText(p)
 	}
-	if turn.AuthorID != "" && n > 0 { // a report's or a brief's turn has no message to reply to
+	// A report's, a brief's or an API message's turn has no Discord
+	// message to reply to.
+	if turn.AuthorID != "" && !strings.HasPrefix(turn.MessageID, master.APIMessagePrefix) && n > 0 {
 		replyTo[0] = turn.MessageID
 	}
 	if _, err := tx.Exec(ctx, `

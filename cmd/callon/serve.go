@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/callonbot/callon/api"
 	"github.com/callonbot/callon/bot"
 	"github.com/callonbot/callon/config"
 	"github.com/callonbot/callon/llm"
@@ -69,6 +71,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if cfg.Webhook.Enabled() {
 		st.EnableWebhooks(true) // before anything that changes state runs
 	}
+	var apiHandler http.Handler // the inbound API, when this process runs the bot
 	st.SetMaxAttempts(cfg.Limits.MaxAttempts)
 	owner := master.NewOwner()
 	log = log.With("owner", owner)
@@ -169,13 +172,21 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		fetch := master.NewFetcher(master.FetcherConfig{Owner: owner, MaxFile: att.MaxFile, Wake: wake()}, st, bot.NewDownloader(att.CDN()), log)
 		g.Go(func() error { return fetch.Run(ctx) })
 		g.Go(func() error { return settler.Run(ctx) })
-		if cfg.Webhook.Enabled() {
-			hooks := newWebhookSender(cfg.Webhook, st, wake(), reg, log)
+		if cfg.Webhook.Enabled() || cfg.API.Enabled() {
+			hooks, err := newWebhookSender(cfg, st, wake(), reg, log)
+			if err != nil {
+				return err
+			}
 			g.Go(func() error { return hooks.Run(ctx) })
+		}
+		if cfg.API.Enabled() {
+			inbound := master.NewAPI(master.APIConfig{Service: svc, Channels: b.Channels(), Guilds: b.Channels(),
+				Archive: b.Messenger().Archive}, st, log)
+			apiHandler = api.New(api.Config{Secret: cfg.API.Secret, Rate: cfg.API.Rate, Metrics: reg}, inbound, log)
 		}
 	}
 	if cfg.HTTPAddr != "" {
-		h := newOpsHandler(checks, reg.Handler())
+		h := newOpsHandler(checks, reg.Handler(), apiHandler)
 		g.Go(func() error { return serveHTTP(ctx, cfg.HTTPAddr, h, log) })
 	}
 	err = g.Wait()
