@@ -67,3 +67,6 @@ func OpenCounting(tb testing.TB, url string) (*Store, *Counts) {
 	tb.Cleanup(s.Close)
 	return s, counts
 }
+
+// Rollback is the store's rollback of tx, for tests.
+func Rollback(ctx context.Context, tx pgx.Tx) { rollback(ctx, tx) }

@@ -82,7 +82,7 @@ type benchWorld struct {
 	owner  string
 }
 
-func benchSetup(b *testing.B) *benchWorld {
+func benchSetup(b testing.TB) *benchWorld {
 	b.Helper()
 	s, counts := store.OpenCounting(b, storetest.URL(b))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -100,7 +100,7 @@ func benchSetup(b *testing.B) *benchWorld {
 
 // sessions inserts n active sessions with the role "worker" and one running
 // turn each, and returns their ids and their turns'.
-func (w *benchWorld) sessions(b *testing.B, n int) (sessions, turns []int64) {
+func (w *benchWorld) sessions(b testing.TB, n int) (sessions, turns []int64) {
 	b.Helper()
 	rows, err := w.pool.Query(w.ctx, `
 		WITH s AS (
@@ -132,7 +132,13 @@ func (w *benchWorld) sessions(b *testing.B, n int) (sessions, turns []int64) {
 
 // run starts a pool on st; the returned function stops it and waits.
 func (w *benchWorld) run(st workers.Store, slots int, ends *endCounter) func() {
-	p := workers.New(workers.Config{ID: w.owner, Slots: slots, Wake: w.wake, Metrics: ends}, st, instantModel{}, discardLogger())
+	return w.runWith(st, workers.Config{Slots: slots}, ends)
+}
+
+// runWith starts a pool with cfg (its ID, Wake and Metrics set here).
+func (w *benchWorld) runWith(st workers.Store, cfg workers.Config, ends *endCounter) func() {
+	cfg.ID, cfg.Wake, cfg.Metrics = w.owner, w.wake, ends
+	p := workers.New(cfg, st, instantModel{}, discardLogger())
 	ctx, cancel := context.WithCancel(w.ctx)
 	done := make(chan struct{})
 	go func() { p.Run(ctx); close(done) }()
@@ -171,18 +177,7 @@ func BenchmarkBurnDown(b *testing.B) {
 
 func burnDown(b *testing.B, slots int) {
 	w := benchSetup(b)
-	sessions, turns := w.sessions(b, 100)
-	if _, err := w.pool.Exec(w.ctx, `
-		INSERT INTO tasks (session_id, turn_id, round, role, instruction)
-		SELECT s.id, t.id, 1, 'worker', 'task ' || g
-		FROM generate_series(0, $1 - 1) g
-		JOIN unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS x(sid, tid, ord) ON x.ord = g % 100 + 1
-		JOIN sessions s ON s.id = x.sid JOIN turns t ON t.id = x.tid`, b.N, sessions, turns); err != nil {
-		b.Fatalf("queue tasks: %v", err)
-	}
-	if _, err := w.pool.Exec(w.ctx, `VACUUM ANALYZE tasks`); err != nil {
-		b.Fatalf("vacuum: %v", err)
-	}
+	w.queue(b, b.N, 100)
 	ends := &endCounter{want: int64(b.N), done: make(chan struct{})}
 	before := w.snap(b)
 	b.ResetTimer()
@@ -195,6 +190,45 @@ func burnDown(b *testing.B, slots int) {
 	after := w.snap(b)
 	b.ReportMetric(float64(b.N)/took.Seconds(), "tasks/s")
 	w.report(b, before, after, b.N)
+}
+
+// queue queues n tasks over the given number of new sessions.
+func (w *benchWorld) queue(b testing.TB, n, over int) {
+	b.Helper()
+	sessions, turns := w.sessions(b, over)
+	if _, err := w.pool.Exec(w.ctx, `
+		INSERT INTO tasks (session_id, turn_id, round, role, instruction)
+		SELECT s.id, t.id, 1, 'worker', 'task ' || g
+		FROM generate_series(0, $1 - 1) g
+		JOIN unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS x(sid, tid, ord) ON x.ord = g % $4 + 1
+		JOIN sessions s ON s.id = x.sid JOIN turns t ON t.id = x.tid`, n, sessions, turns, over); err != nil {
+		b.Fatalf("queue tasks: %v", err)
+	}
+	if _, err := w.pool.Exec(w.ctx, `VACUUM ANALYZE tasks`); err != nil {
+		b.Fatalf("vacuum: %v", err)
+	}
+}
+
+// TestPoolOpensNoConnectionPerTask runs tasks through the real pool with
+// lease extensions and wake checks racing every task's end: no store call
+// is cancelled by a task ending, so the pool never opens more
+// connections than it holds at once.
+func TestPoolOpensNoConnectionPerTask(t *testing.T) {
+	t.Parallel()
+	w := benchSetup(t)
+	const n = 300
+	w.queue(t, n, 3)
+	ends := &endCounter{want: n, done: make(chan struct{})}
+	stop := w.runWith(w.store, workers.Config{Slots: 16, Lease: 3 * time.Second, Heartbeat: time.Millisecond}, ends)
+	<-ends.done
+	stop()
+	if got, most := w.pool.Stat().NewConnsCount(), int64(w.pool.Stat().MaxConns()); got > most {
+		t.Errorf("the pool opened %d connections for %d tasks, want at most its size (%d)", got, n, most)
+	}
+	var open int
+	if err := w.pool.QueryRow(w.ctx, `SELECT count(*) FROM tasks WHERE state <> 'done'`).Scan(&open); err != nil || open != 0 {
+		t.Errorf("%d tasks not done (%v), want 0", open, err)
+	}
 }
 
 // BenchmarkPickup enqueues b.N tasks one by one at 200 a second (each its

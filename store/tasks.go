@@ -152,7 +152,7 @@ func (s *Store) ClaimTasks(ctx context.Context, workerID string, n int, lease ti
 	if err != nil {
 		return nil, fmt.Errorf("claim tasks: %w", err)
 	}
-	defer tx.Rollback(ctx)
+	defer rollback(ctx, tx)
 	tasks, err := claimTasks(ctx, tx, workerID, n, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim tasks: %w", err)
@@ -204,7 +204,7 @@ func (s *Store) Heartbeat(ctx context.Context, taskID int64, attempt int, lease 
 	if err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
-	defer tx.Rollback(ctx)
+	defer rollback(ctx, tx)
 	tag, err := tx.Exec(ctx, `
 		UPDATE tasks SET lease_until = now() + $3 * interval '1 microsecond', updated_at = now()
 		WHERE id = $1 AND state = 'running' AND attempt = $2`,
@@ -254,7 +254,7 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 	if err != nil {
 		return fmt.Errorf("release task: %w", err)
 	}
-	defer tx.Rollback(ctx)
+	defer rollback(ctx, tx)
 	var sessionID int64
 	err = tx.QueryRow(ctx, `
 		UPDATE tasks SET state = 'queued', worker_id = NULL, lease_until = NULL, updated_at = now()
