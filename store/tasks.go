@@ -148,22 +148,16 @@ func (s *Store) ClaimTasks(ctx context.Context, workerID string, n int, lease ti
 	if n <= 0 || lease <= 0 || workerID == "" {
 		return nil, fmt.Errorf("claim tasks: need a worker id, n > 0 and lease > 0 (got %q, %d, %s)", workerID, n, lease)
 	}
-	tx, err := s.pool.Begin(ctx)
+	// One statement, committed on its own (durably: a claim lost in a
+	// crash would let its attempt number be issued twice).
+	tasks, err := claimTasks(ctx, s.pool, workerID, n, lease)
 	if err != nil {
-		return nil, fmt.Errorf("claim tasks: %w", err)
-	}
-	defer rollback(ctx, tx)
-	tasks, err := claimTasks(ctx, tx, workerID, n, lease)
-	if err != nil {
-		return nil, fmt.Errorf("claim tasks: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("claim tasks: %w", err)
 	}
 	return tasks, nil
 }
 
-func claimTasks(ctx context.Context, tx pgx.Tx, workerID string, n int, lease time.Duration) ([]master.Task, error) {
+func claimTasks(ctx context.Context, tx querier, workerID string, n int, lease time.Duration) ([]master.Task, error) {
 	rows, err := tx.Query(ctx, `
 		WITH picked AS (
 			SELECT t.id
@@ -277,15 +271,28 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 
 // TaskInput returns what the worker of t may see: the goal, its role, its
 // dependencies with their results, and the files handed to it.
-// master.ErrNotFound when the role has left the team.
+// master.ErrNotFound when the role has left the team. Its reads are sent
+// together, in one round trip.
 func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput, error) {
 	var in master.TaskInput
-	if err := s.pool.QueryRow(ctx, `SELECT goal FROM sessions WHERE id = $1`, t.SessionID).Scan(&in.Goal); err != nil {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT goal FROM sessions WHERE id = $1`, t.SessionID)
+	b.Queue(`SELECT `+roleColumns+` FROM session_roles WHERE session_id = $1 AND name = $2`, t.SessionID, t.Role)
+	b.Queue(`SELECT name, description FROM session_roles
+		WHERE session_id = $1 AND name <> $2 ORDER BY position, name`, t.SessionID, t.Role)
+	if len(t.DependsOn) > 0 {
+		b.Queue(`SELECT `+taskColumns+` FROM tasks t WHERE t.id = ANY ($1) ORDER BY t.id`, t.DependsOn)
+	}
+	if len(t.Attachments) > 0 {
+		b.Queue(`SELECT `+attachmentColumns+`, a.data FROM attachments a
+			WHERE a.id = ANY ($1) AND a.turn_id = $2 ORDER BY a.position`, t.Attachments, t.TurnID)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if err := br.QueryRow().Scan(&in.Goal); err != nil {
 		return in, fmt.Errorf("task input: session: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+roleColumns+`
-		FROM session_roles WHERE session_id = $1 AND name = $2`, t.SessionID, t.Role)
+	rows, err := br.Query()
 	if err != nil {
 		return in, fmt.Errorf("task input: role: %w", err)
 	}
@@ -297,9 +304,7 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 		return in, fmt.Errorf("task input: role %q is not on the team: %w", t.Role, master.ErrNotFound)
 	}
 	in.Role = roles[0]
-	rows, err = s.pool.Query(ctx, `SELECT name, description FROM session_roles
-		WHERE session_id = $1 AND name <> $2 ORDER BY position, name`, t.SessionID, t.Role)
-	if err != nil {
+	if rows, err = br.Query(); err != nil {
 		return in, fmt.Errorf("task input: team: %w", err)
 	}
 	if in.Team, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Role, error) {
@@ -309,7 +314,7 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 		return in, fmt.Errorf("task input: team: %w", err)
 	}
 	if len(t.DependsOn) > 0 {
-		rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = ANY ($1) ORDER BY t.id`, t.DependsOn)
+		rows, err := br.Query()
 		if err != nil {
 			return in, fmt.Errorf("task input: dependencies: %w", err)
 		}
@@ -317,8 +322,17 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 			return in, fmt.Errorf("task input: dependencies: %w", err)
 		}
 	}
-	if in.Attachments, err = taskAttachments(ctx, s.pool, t); err != nil {
-		return in, fmt.Errorf("task input: attachments: %w", err)
+	if len(t.Attachments) > 0 {
+		rows, err := br.Query()
+		if err != nil {
+			return in, fmt.Errorf("task input: attachments: %w", err)
+		}
+		if in.Attachments, err = collectAttachments(rows); err != nil {
+			return in, fmt.Errorf("task input: attachments: %w", err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return in, fmt.Errorf("task input: %w", err)
 	}
 	return in, nil
 }
