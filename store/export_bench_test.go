@@ -1,8 +1,14 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,20 +22,58 @@ import (
 type Counts struct {
 	RoundTrips atomic.Int64
 	Statements atomic.Int64
+
+	mu    sync.Mutex
+	spent map[string]time.Duration // by statement, its first words
+	calls map[string]int
+}
+
+// Spent lists, for each statement sent outside a batch, its calls and
+// the total time until its result was read, most time first.
+func (c *Counts) Spent() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := slices.Collect(maps.Keys(c.spent))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(c.spent[b], c.spent[a]) })
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("%8d calls %10s total %8s each  %s", c.calls[k], c.spent[k].Round(time.Millisecond),
+			(c.spent[k] / time.Duration(c.calls[k])).Round(time.Microsecond), k)
+	}
+	return out
+}
+
+type started struct {
+	at  time.Time
+	sql string
 }
 
 // counter is a pgx tracer that counts into Counts.
 type counter struct{ c *Counts }
 
-func (t counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (t counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	if ctx.Value(inBatch{}) == nil {
 		t.c.RoundTrips.Add(1)
 	}
 	t.c.Statements.Add(1)
-	return ctx
+	return context.WithValue(ctx, started{}, started{time.Now(), d.SQL})
 }
 
-func (counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (t counter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	st, ok := ctx.Value(started{}).(started)
+	if !ok {
+		return
+	}
+	key := strings.Join(strings.Fields(st.sql), " ")
+	key = key[:min(len(key), 60)]
+	t.c.mu.Lock()
+	if t.c.spent == nil {
+		t.c.spent, t.c.calls = map[string]time.Duration{}, map[string]int{}
+	}
+	t.c.spent[key] += time.Since(st.at)
+	t.c.calls[key]++
+	t.c.mu.Unlock()
+}
 
 type inBatch struct{}
 

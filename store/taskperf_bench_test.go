@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -190,6 +192,11 @@ func burnDown(b *testing.B, slots int) {
 	after := w.snap(b)
 	b.ReportMetric(float64(b.N)/took.Seconds(), "tasks/s")
 	w.report(b, before, after, b.N)
+	if path := os.Getenv("BENCH_STATEMENTS"); path != "" && b.N > 1 {
+		// Where the time went, statement by statement (a file: a
+		// benchmark's log is cut short).
+		_ = os.WriteFile(path, []byte(strings.Join(w.counts.Spent(), "\n")+"\n"), 0o644)
+	}
 }
 
 // queue queues n tasks over the given number of new sessions.

@@ -160,13 +160,15 @@ func (s *Store) ClaimTasks(ctx context.Context, workerID string, n int, lease ti
 func claimTasks(ctx context.Context, tx querier, workerID string, n int, lease time.Duration) ([]master.Task, error) {
 	rows, err := tx.Query(ctx, `
 		WITH picked AS (
+			-- Walks the claimable index in id order and stops at the limit:
+			-- the session and dependency checks are per-row subplans, not
+			-- joins the planner could turn into a sort of every queued task.
 			SELECT t.id
 			FROM tasks t
-			JOIN sessions s ON s.id = t.session_id
 			WHERE t.state = 'queued'
-			  AND s.state = 'active'
-			  AND NOT EXISTS (
-				SELECT 1 FROM tasks d WHERE d.id = ANY (t.depends_on) AND d.state <> 'done')
+			  AND (SELECT s.state FROM sessions s WHERE s.id = t.session_id) = 'active'
+			  AND (t.depends_on = '{}' OR NOT EXISTS (
+				SELECT 1 FROM tasks d WHERE d.id = ANY (t.depends_on) AND d.state <> 'done'))
 			ORDER BY t.id
 			LIMIT $2
 			FOR UPDATE OF t SKIP LOCKED
