@@ -172,7 +172,7 @@ func (w *benchWorld) report(b *testing.B, before, after snapshot, n int) {
 // BenchmarkBurnDown queues b.N no-op tasks over 100 sessions, then times
 // the pool (default slots) until every outcome is written.
 func BenchmarkBurnDown(b *testing.B) {
-	for _, slots := range []int{workers.DefaultSlots, 64} {
+	for _, slots := range []int{workers.DefaultSlots, 64, 256} {
 		b.Run(fmt.Sprintf("slots=%d", slots), func(b *testing.B) { burnDown(b, slots) })
 	}
 }
