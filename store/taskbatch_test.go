@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -198,5 +199,31 @@ func TestRollbackAfterCancelKeepsTheConnection(t *testing.T) {
 	var status string
 	if err := conn.QueryRow(w.ctx, `SELECT 'idle'`).Scan(&status); err != nil {
 		t.Errorf("connection unusable after the rollback: %v", err)
+	}
+}
+
+func TestTaskInputCarriesRecordedCalls(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	session := w.session()
+	if _, err := w.pool.Exec(w.ctx, `INSERT INTO session_roles (session_id, name) VALUES ($1, 'a')`, session); err != nil {
+		t.Fatal(err)
+	}
+	w.enqueue(session, task("a", "1"))
+	tk := w.claim("w", 1)[0]
+	in, err := w.store.TaskInput(w.ctx, tk)
+	if err != nil || len(in.Calls) != 0 {
+		t.Fatalf("TaskInput before any call: got %d calls, %v; want none", len(in.Calls), err)
+	}
+	w.plan(tk, 0, planned("c1", "fetch_url", `{"url":"https://example.com"}`), planned("c2", "x__y", `{}`))
+	in, err = w.store.TaskInput(w.ctx, tk)
+	if err != nil {
+		t.Fatalf("TaskInput: %v", err)
+	}
+	if got, want := in.Calls, w.calls(tk.ID); len(got) != 2 || !slices.Equal(got, want) {
+		t.Errorf("TaskInput calls %+v, want the recorded %+v", got, want)
+	}
+	if in.Role.Name != "a" || in.Goal == "" {
+		t.Errorf("TaskInput role %q goal %q, want role a and the session's goal", in.Role.Name, in.Goal)
 	}
 }

@@ -272,7 +272,8 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 }
 
 // TaskInput returns what the worker of t may see: the goal, its role, its
-// dependencies with their results, and the files handed to it.
+// dependencies with their results, the files handed to it, and the calls
+// of its tools that earlier attempts recorded.
 // master.ErrNotFound when the role has left the team. Its reads are sent
 // together, in one round trip.
 func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput, error) {
@@ -289,6 +290,7 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 		b.Queue(`SELECT `+attachmentColumns+`, a.data FROM attachments a
 			WHERE a.id = ANY ($1) AND a.turn_id = $2 ORDER BY a.position`, t.Attachments, t.TurnID)
 	}
+	b.Queue(toolCallsSQL, t.ID)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	if err := br.QueryRow().Scan(&in.Goal); err != nil {
@@ -332,6 +334,12 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 		if in.Attachments, err = collectAttachments(rows); err != nil {
 			return in, fmt.Errorf("task input: attachments: %w", err)
 		}
+	}
+	if rows, err = br.Query(); err != nil {
+		return in, fmt.Errorf("task input: tool calls: %w", err)
+	}
+	if in.Calls, err = collectCalls(rows); err != nil {
+		return in, fmt.Errorf("task input: tool calls: %w", err)
 	}
 	if err := br.Close(); err != nil {
 		return in, fmt.Errorf("task input: %w", err)

@@ -81,10 +81,22 @@ func (f *fakeStore) Progress(ctx context.Context, taskID int64, attempt int, per
 }
 
 func (f *fakeStore) TaskInput(ctx context.Context, t master.Task) (TaskInput, error) {
-	if f.TaskInputFunc == nil {
-		return TaskInput{Goal: "the goal", Role: master.Role{Name: t.Role}}, nil
+	in := TaskInput{Goal: "the goal", Role: master.Role{Name: t.Role}}
+	if f.TaskInputFunc != nil {
+		var err error
+		if in, err = f.TaskInputFunc(ctx, t); err != nil {
+			return in, err
+		}
 	}
-	return f.TaskInputFunc(ctx, t)
+	// The recorded calls come with the input, as the store's do.
+	if in.Calls == nil && f.ToolCallsFunc != nil {
+		calls, err := f.ToolCallsFunc(ctx, t.ID)
+		if err != nil {
+			return in, err
+		}
+		in.Calls = calls
+	}
+	return in, nil
 }
 
 func (f *fakeStore) SweepExpired(ctx context.Context) (int, int, error) {

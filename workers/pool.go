@@ -42,7 +42,8 @@ type Store interface {
 	ReleaseTask(ctx context.Context, taskID int64, attempt int) error
 	// Progress records a PROGRESS signal for a running task.
 	Progress(ctx context.Context, taskID int64, attempt int, percent int, note string) error
-	// TaskInput returns what the worker of t may see.
+	// TaskInput returns what the worker of t may see, with the calls of
+	// its tools that earlier attempts recorded.
 	TaskInput(ctx context.Context, t master.Task) (TaskInput, error)
 	// SweepExpired takes back the tasks whose lease expired.
 	SweepExpired(ctx context.Context) (requeued, failed int, err error)
@@ -51,8 +52,6 @@ type Store interface {
 	// used but not charged yet; def gives the budgets admins did not set.
 	CheckSpend(ctx context.Context, sessionID int64, pending int64, def master.Budget) error
 
-	// ToolCalls returns the recorded calls of a task's tools, in order.
-	ToolCalls(ctx context.Context, taskID int64) ([]master.CallRecord, error)
 	// PlanToolCalls records the calls of one model answer before any is
 	// made, numbered after the task's earlier calls.
 	PlanToolCalls(ctx context.Context, taskID int64, attempt, step int, calls []master.PlannedCall) ([]master.CallRecord, error)

@@ -123,13 +123,8 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 			return failed(err.Error(), usage), nil
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	recorded, err := p.store.ToolCalls(rctx, r.task.ID)
-	cancel()
-	if err != nil {
-		return ended(fmt.Errorf("read the task's tool calls: %w", err))
-	}
-	replay, first, err := p.replayed(ctx, r, in, recorded, usage, log)
+	// The calls earlier attempts recorded came with the task's input.
+	replay, first, err := p.replayed(ctx, r, in, in.Calls, usage, log)
 	if err != nil {
 		return ended(err)
 	}
