@@ -261,4 +261,7 @@ type TaskInput struct {
 	// Attachments are the files of the user's message the master handed
 	// to the task, with their content.
 	Attachments []Attachment
+	// Calls are the calls of the task's tools that earlier attempts
+	// recorded, in order: replayed, never made again.
+	Calls []CallRecord
 }

@@ -77,19 +77,6 @@ func (s *Store) TurnAttachments(ctx context.Context, turnID int64) ([]master.Att
 	return atts, nil
 }
 
-// taskAttachments returns the files handed to a task, in message order.
-func taskAttachments(ctx context.Context, q querier, t master.Task) ([]master.Attachment, error) {
-	if len(t.Attachments) == 0 {
-		return nil, nil
-	}
-	rows, err := q.Query(ctx, `SELECT `+attachmentColumns+`, a.data FROM attachments a
-		WHERE a.id = ANY ($1) AND a.turn_id = $2 ORDER BY a.position`, t.Attachments, t.TurnID)
-	if err != nil {
-		return nil, err
-	}
-	return collectAttachments(rows)
-}
-
 // ClaimAttachments leases up to n pending files to owner for lease,
 // oldest first, counting an attempt on each: files of turns still to be
 // answered, not claimed by a live lease, whose retry time has come.

@@ -38,6 +38,36 @@ func notify(ctx context.Context, tx pgx.Tx, sessionIDs ...int64) error {
 	return nil
 }
 
+// maxWakes bounds the notifications of one transaction: past it, one
+// WakeAll stands for them all.
+const maxWakes = 64
+
+// notifyEach queues one wake per distinct session id touched by tx, in
+// one statement (Postgres delivers them at commit, once each); more than
+// maxWakes sessions get one WakeAll instead. A wake for the sessions
+// concerned, rather than a WakeAll as notify sends for several, keeps
+// every other session's master and workers asleep.
+func notifyEach(ctx context.Context, tx pgx.Tx, sessionIDs []int64) error {
+	payloads := make([]string, 0, len(sessionIDs))
+	seen := make(map[int64]bool, len(sessionIDs))
+	for _, id := range sessionIDs {
+		if id != 0 && !seen[id] {
+			seen[id] = true
+			payloads = append(payloads, strconv.FormatInt(id, 10))
+		}
+	}
+	switch {
+	case len(payloads) == 0:
+		return nil
+	case len(payloads) > maxWakes:
+		payloads = []string{WakeAll}
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) p`, WakeChannel, payloads); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	return nil
+}
+
 // wakePayload is the session id when every id is the same, else WakeAll.
 func wakePayload(sessionIDs []int64) string {
 	for _, id := range sessionIDs[1:] {

@@ -25,7 +25,7 @@ func (s *Store) Signals(ctx context.Context, sessionID, afterID int64, limit int
 	if err != nil {
 		return nil, fmt.Errorf("signals: %w", err)
 	}
-	defer tx.Rollback(ctx)
+	defer rollback(ctx, tx)
 	sigs, err := signals(ctx, tx, sessionID, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("signals: %w", err)
@@ -81,7 +81,7 @@ func (s *Store) Progress(ctx context.Context, taskID int64, attempt int, percent
 	if err != nil {
 		return fmt.Errorf("progress: %w", err)
 	}
-	defer tx.Rollback(ctx)
+	defer rollback(ctx, tx)
 	var sessionID int64
 	err = tx.QueryRow(ctx, `SELECT session_id FROM tasks WHERE id = $1 AND state = 'running' AND attempt = $2
 		FOR SHARE`, taskID, attempt).Scan(&sessionID)

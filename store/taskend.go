@@ -22,25 +22,15 @@ import (
 // writes the task's signal, cancels every queued task that depends on it
 // (transitively) unless it is done, and wakes the session.
 func (s *Store) CompleteTask(ctx context.Context, taskID int64, attempt int, out master.Outcome) (master.Task, error) {
-	out.Result, out.Error, out.Question = master.CleanText(out.Result), master.CleanText(out.Error), master.CleanText(out.Question)
-	if out.Handoff != nil {
-		h := *out.Handoff
-		h.Instruction = master.CleanText(h.Instruction)
-		out.Handoff = &h
-	}
-	switch out.State {
-	case master.TaskDone, master.TaskFailed, master.TaskBlocked, master.TaskNeedInfo, master.TaskTimeout:
-	default:
-		return master.Task{}, fmt.Errorf("complete task %d: outcome state %q is not one a worker ends with", taskID, out.State)
-	}
-	if out.Handoff != nil && out.State != master.TaskDone {
-		return master.Task{}, fmt.Errorf("complete task %d: a handoff needs state done, not %q", taskID, out.State)
+	out, err := cleanOutcome(out)
+	if err != nil {
+		return master.Task{}, fmt.Errorf("complete task %d: %w", taskID, err)
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return master.Task{}, fmt.Errorf("complete task: %w", err)
 	}
-	defer tx.Rollback(ctx)
+	defer rollback(ctx, tx)
 	t, err := completeTask(ctx, tx, taskID, attempt, out, s.attempts())
 	if err != nil {
 		return master.Task{}, fmt.Errorf("complete task %d: %w", taskID, err)
@@ -216,7 +206,7 @@ func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err err
 	if err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
-	defer tx.Rollback(ctx)
+	defer rollback(ctx, tx)
 	dead, err := deadOwners(ctx, tx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)

@@ -148,31 +148,27 @@ func (s *Store) ClaimTasks(ctx context.Context, workerID string, n int, lease ti
 	if n <= 0 || lease <= 0 || workerID == "" {
 		return nil, fmt.Errorf("claim tasks: need a worker id, n > 0 and lease > 0 (got %q, %d, %s)", workerID, n, lease)
 	}
-	tx, err := s.pool.Begin(ctx)
+	// One statement, committed on its own (durably: a claim lost in a
+	// crash would let its attempt number be issued twice).
+	tasks, err := claimTasks(ctx, s.pool, workerID, n, lease)
 	if err != nil {
-		return nil, fmt.Errorf("claim tasks: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	tasks, err := claimTasks(ctx, tx, workerID, n, lease)
-	if err != nil {
-		return nil, fmt.Errorf("claim tasks: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("claim tasks: %w", err)
 	}
 	return tasks, nil
 }
 
-func claimTasks(ctx context.Context, tx pgx.Tx, workerID string, n int, lease time.Duration) ([]master.Task, error) {
+func claimTasks(ctx context.Context, tx querier, workerID string, n int, lease time.Duration) ([]master.Task, error) {
 	rows, err := tx.Query(ctx, `
 		WITH picked AS (
+			-- Walks the claimable index in id order and stops at the limit:
+			-- the session and dependency checks are per-row subplans, not
+			-- joins the planner could turn into a sort of every queued task.
 			SELECT t.id
 			FROM tasks t
-			JOIN sessions s ON s.id = t.session_id
 			WHERE t.state = 'queued'
-			  AND s.state = 'active'
-			  AND NOT EXISTS (
-				SELECT 1 FROM tasks d WHERE d.id = ANY (t.depends_on) AND d.state <> 'done')
+			  AND (SELECT s.state FROM sessions s WHERE s.id = t.session_id) = 'active'
+			  AND (t.depends_on = '{}' OR NOT EXISTS (
+				SELECT 1 FROM tasks d WHERE d.id = ANY (t.depends_on) AND d.state <> 'done'))
 			ORDER BY t.id
 			LIMIT $2
 			FOR UPDATE OF t SKIP LOCKED
@@ -204,7 +200,7 @@ func (s *Store) Heartbeat(ctx context.Context, taskID int64, attempt int, lease 
 	if err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
-	defer tx.Rollback(ctx)
+	defer rollback(ctx, tx)
 	tag, err := tx.Exec(ctx, `
 		UPDATE tasks SET lease_until = now() + $3 * interval '1 microsecond', updated_at = now()
 		WHERE id = $1 AND state = 'running' AND attempt = $2`,
@@ -254,7 +250,7 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 	if err != nil {
 		return fmt.Errorf("release task: %w", err)
 	}
-	defer tx.Rollback(ctx)
+	defer rollback(ctx, tx)
 	var sessionID int64
 	err = tx.QueryRow(ctx, `
 		UPDATE tasks SET state = 'queued', worker_id = NULL, lease_until = NULL, updated_at = now()
@@ -276,16 +272,31 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 }
 
 // TaskInput returns what the worker of t may see: the goal, its role, its
-// dependencies with their results, and the files handed to it.
-// master.ErrNotFound when the role has left the team.
+// dependencies with their results, the files handed to it, and the calls
+// of its tools that earlier attempts recorded.
+// master.ErrNotFound when the role has left the team. Its reads are sent
+// together, in one round trip.
 func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput, error) {
 	var in master.TaskInput
-	if err := s.pool.QueryRow(ctx, `SELECT goal FROM sessions WHERE id = $1`, t.SessionID).Scan(&in.Goal); err != nil {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT goal FROM sessions WHERE id = $1`, t.SessionID)
+	b.Queue(`SELECT `+roleColumns+` FROM session_roles WHERE session_id = $1 AND name = $2`, t.SessionID, t.Role)
+	b.Queue(`SELECT name, description FROM session_roles
+		WHERE session_id = $1 AND name <> $2 ORDER BY position, name`, t.SessionID, t.Role)
+	if len(t.DependsOn) > 0 {
+		b.Queue(`SELECT `+taskColumns+` FROM tasks t WHERE t.id = ANY ($1) ORDER BY t.id`, t.DependsOn)
+	}
+	if len(t.Attachments) > 0 {
+		b.Queue(`SELECT `+attachmentColumns+`, a.data FROM attachments a
+			WHERE a.id = ANY ($1) AND a.turn_id = $2 ORDER BY a.position`, t.Attachments, t.TurnID)
+	}
+	b.Queue(toolCallsSQL, t.ID)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if err := br.QueryRow().Scan(&in.Goal); err != nil {
 		return in, fmt.Errorf("task input: session: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+roleColumns+`
-		FROM session_roles WHERE session_id = $1 AND name = $2`, t.SessionID, t.Role)
+	rows, err := br.Query()
 	if err != nil {
 		return in, fmt.Errorf("task input: role: %w", err)
 	}
@@ -297,9 +308,7 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 		return in, fmt.Errorf("task input: role %q is not on the team: %w", t.Role, master.ErrNotFound)
 	}
 	in.Role = roles[0]
-	rows, err = s.pool.Query(ctx, `SELECT name, description FROM session_roles
-		WHERE session_id = $1 AND name <> $2 ORDER BY position, name`, t.SessionID, t.Role)
-	if err != nil {
+	if rows, err = br.Query(); err != nil {
 		return in, fmt.Errorf("task input: team: %w", err)
 	}
 	if in.Team, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Role, error) {
@@ -309,7 +318,7 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 		return in, fmt.Errorf("task input: team: %w", err)
 	}
 	if len(t.DependsOn) > 0 {
-		rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = ANY ($1) ORDER BY t.id`, t.DependsOn)
+		rows, err := br.Query()
 		if err != nil {
 			return in, fmt.Errorf("task input: dependencies: %w", err)
 		}
@@ -317,8 +326,23 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 			return in, fmt.Errorf("task input: dependencies: %w", err)
 		}
 	}
-	if in.Attachments, err = taskAttachments(ctx, s.pool, t); err != nil {
-		return in, fmt.Errorf("task input: attachments: %w", err)
+	if len(t.Attachments) > 0 {
+		rows, err := br.Query()
+		if err != nil {
+			return in, fmt.Errorf("task input: attachments: %w", err)
+		}
+		if in.Attachments, err = collectAttachments(rows); err != nil {
+			return in, fmt.Errorf("task input: attachments: %w", err)
+		}
+	}
+	if rows, err = br.Query(); err != nil {
+		return in, fmt.Errorf("task input: tool calls: %w", err)
+	}
+	if in.Calls, err = collectCalls(rows); err != nil {
+		return in, fmt.Errorf("task input: tool calls: %w", err)
+	}
+	if err := br.Close(); err != nil {
+		return in, fmt.Errorf("task input: %w", err)
 	}
 	return in, nil
 }

@@ -18,24 +18,32 @@ import (
 // ToolCalls returns every recorded call of a task's tools, in order,
 // each with the decision a person was asked for on it, if any.
 func (s *Store) ToolCalls(ctx context.Context, taskID int64) ([]master.CallRecord, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT c.task_id, c.seq, c.step, c.call_id, c.name, c.arguments, c.state, coalesce(c.result, ''),
-		       coalesce(c.is_error, false), coalesce(a.state, '')
-		FROM tool_calls c LEFT JOIN approvals a ON a.task_id = c.task_id AND a.seq = c.seq
-		WHERE c.task_id = $1
-		ORDER BY c.seq`, taskID)
+	rows, err := s.pool.Query(ctx, toolCallsSQL, taskID)
 	if err != nil {
 		return nil, fmt.Errorf("tool calls: %w", err)
 	}
-	calls, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.CallRecord, error) {
-		var c master.CallRecord
-		err := r.Scan(&c.TaskID, &c.Seq, &c.Step, &c.CallID, &c.Name, &c.Args, &c.State, &c.Result, &c.IsError, &c.Approval)
-		return c, err
-	})
+	calls, err := collectCalls(rows)
 	if err != nil {
 		return nil, fmt.Errorf("tool calls: %w", err)
 	}
 	return calls, nil
+}
+
+// toolCallsSQL reads a task's ($1) recorded calls in order, for
+// collectCalls.
+const toolCallsSQL = `
+	SELECT c.task_id, c.seq, c.step, c.call_id, c.name, c.arguments, c.state, coalesce(c.result, ''),
+	       coalesce(c.is_error, false), coalesce(a.state, '')
+	FROM tool_calls c LEFT JOIN approvals a ON a.task_id = c.task_id AND a.seq = c.seq
+	WHERE c.task_id = $1
+	ORDER BY c.seq`
+
+func collectCalls(rows pgx.Rows) ([]master.CallRecord, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.CallRecord, error) {
+		var c master.CallRecord
+		err := r.Scan(&c.TaskID, &c.Seq, &c.Step, &c.CallID, &c.Name, &c.Args, &c.State, &c.Result, &c.IsError, &c.Approval)
+		return c, err
+	})
 }
 
 // runningTask locks a task running under attempt against changes of its

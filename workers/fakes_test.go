@@ -15,7 +15,8 @@ import (
 // answers with zero values.
 type fakeStore struct {
 	ClaimTasksFunc   func(ctx context.Context, workerID string, n int, lease time.Duration) ([]master.Task, error)
-	HeartbeatFunc    func(ctx context.Context, taskID int64, attempt int, lease time.Duration) error
+	ExtendLeasesFunc func(ctx context.Context, refs []master.TaskRef, lease time.Duration) ([]int64, error)
+	StaleTasksFunc   func(ctx context.Context, refs []master.TaskRef) ([]int64, error)
 	CompleteTaskFunc func(ctx context.Context, taskID int64, attempt int, out master.Outcome) (master.Task, error)
 	ReleaseTaskFunc  func(ctx context.Context, taskID int64, attempt int) error
 	ProgressFunc     func(ctx context.Context, taskID int64, attempt int, percent int, note string) error
@@ -39,18 +40,30 @@ func (f *fakeStore) ClaimTasks(ctx context.Context, workerID string, n int, leas
 	return f.ClaimTasksFunc(ctx, workerID, n, lease)
 }
 
-func (f *fakeStore) Heartbeat(ctx context.Context, taskID int64, attempt int, lease time.Duration) error {
-	if f.HeartbeatFunc == nil {
-		return nil
+func (f *fakeStore) ExtendLeases(ctx context.Context, refs []master.TaskRef, lease time.Duration) ([]int64, error) {
+	if f.ExtendLeasesFunc == nil {
+		return nil, nil
 	}
-	return f.HeartbeatFunc(ctx, taskID, attempt, lease)
+	return f.ExtendLeasesFunc(ctx, refs, lease)
 }
 
-func (f *fakeStore) CompleteTask(ctx context.Context, taskID int64, attempt int, out master.Outcome) (master.Task, error) {
-	if f.CompleteTaskFunc == nil {
-		return master.Task{}, nil
+func (f *fakeStore) StaleTasks(ctx context.Context, refs []master.TaskRef) ([]int64, error) {
+	if f.StaleTasksFunc == nil {
+		return nil, nil
 	}
-	return f.CompleteTaskFunc(ctx, taskID, attempt, out)
+	return f.StaleTasksFunc(ctx, refs)
+}
+
+// CompleteTasks calls CompleteTaskFunc for each completion, in order.
+func (f *fakeStore) CompleteTasks(ctx context.Context, cs []master.Completion) []error {
+	errs := make([]error, len(cs))
+	if f.CompleteTaskFunc == nil {
+		return errs
+	}
+	for i, c := range cs {
+		_, errs[i] = f.CompleteTaskFunc(ctx, c.Task.ID, c.Task.Attempt, c.Outcome)
+	}
+	return errs
 }
 
 func (f *fakeStore) ReleaseTask(ctx context.Context, taskID int64, attempt int) error {
@@ -68,10 +81,22 @@ func (f *fakeStore) Progress(ctx context.Context, taskID int64, attempt int, per
 }
 
 func (f *fakeStore) TaskInput(ctx context.Context, t master.Task) (TaskInput, error) {
-	if f.TaskInputFunc == nil {
-		return TaskInput{Goal: "the goal", Role: master.Role{Name: t.Role}}, nil
+	in := TaskInput{Goal: "the goal", Role: master.Role{Name: t.Role}}
+	if f.TaskInputFunc != nil {
+		var err error
+		if in, err = f.TaskInputFunc(ctx, t); err != nil {
+			return in, err
+		}
 	}
-	return f.TaskInputFunc(ctx, t)
+	// The recorded calls come with the input, as the store's do.
+	if in.Calls == nil && f.ToolCallsFunc != nil {
+		calls, err := f.ToolCallsFunc(ctx, t.ID)
+		if err != nil {
+			return in, err
+		}
+		in.Calls = calls
+	}
+	return in, nil
 }
 
 func (f *fakeStore) SweepExpired(ctx context.Context) (int, int, error) {
@@ -259,12 +284,18 @@ func wait[T any](t *testing.T, ch <-chan T, what string) T {
 // claiming it, under ctx.
 func runTaskNow(ctx context.Context, p *Pool, t master.Task) {
 	tctx, cancel := context.WithCancelCause(ctx)
-	r := &running{task: t, ctx: tctx, cancel: cancel, check: make(chan struct{}, 1)}
+	r := &running{task: t, ctx: tctx, cancel: cancel}
 	p.mu.Lock()
 	p.running[t.ID] = r
 	p.mu.Unlock()
+	// The lease keeper runs beside the task, as in Run.
+	kctx, stopKeeper := context.WithCancel(ctx)
+	var keeper sync.WaitGroup
+	keeper.Go(func() { p.keepLeases(kctx) })
 	p.runTask(ctx, r)
 	p.unregister(r)
+	stopKeeper()
+	keeper.Wait()
 }
 
 // started runs p until the test ends, and returns a function that stops

@@ -27,16 +27,23 @@ import (
 type Store interface {
 	// ClaimTasks leases up to n claimable tasks to workerID for lease.
 	ClaimTasks(ctx context.Context, workerID string, n int, lease time.Duration) ([]master.Task, error)
-	// Heartbeat extends a running task's lease to now+lease.
-	Heartbeat(ctx context.Context, taskID int64, attempt int, lease time.Duration) error
-	// CompleteTask ends a running task with out.
-	CompleteTask(ctx context.Context, taskID int64, attempt int, out master.Outcome) (master.Task, error)
+	// ExtendLeases extends the leases of the running tasks of refs to
+	// now+lease, in one statement that never waits on a row, and returns
+	// the ids of those no longer running under their attempt.
+	ExtendLeases(ctx context.Context, refs []master.TaskRef, lease time.Duration) ([]int64, error)
+	// StaleTasks returns the ids of the tasks of refs no longer running
+	// under their attempt, reading only.
+	StaleTasks(ctx context.Context, refs []master.TaskRef) ([]int64, error)
+	// CompleteTasks ends running tasks with their outcomes, together where
+	// it can, and returns one error per completion (nil when written).
+	CompleteTasks(ctx context.Context, cs []master.Completion) []error
 	// ReleaseTask puts a running task back in the queue at once, for
 	// another worker to claim (graceful shutdown).
 	ReleaseTask(ctx context.Context, taskID int64, attempt int) error
 	// Progress records a PROGRESS signal for a running task.
 	Progress(ctx context.Context, taskID int64, attempt int, percent int, note string) error
-	// TaskInput returns what the worker of t may see.
+	// TaskInput returns what the worker of t may see, with the calls of
+	// its tools that earlier attempts recorded.
 	TaskInput(ctx context.Context, t master.Task) (TaskInput, error)
 	// SweepExpired takes back the tasks whose lease expired.
 	SweepExpired(ctx context.Context) (requeued, failed int, err error)
@@ -45,8 +52,6 @@ type Store interface {
 	// used but not charged yet; def gives the budgets admins did not set.
 	CheckSpend(ctx context.Context, sessionID int64, pending int64, def master.Budget) error
 
-	// ToolCalls returns the recorded calls of a task's tools, in order.
-	ToolCalls(ctx context.Context, taskID int64) ([]master.CallRecord, error)
 	// PlanToolCalls records the calls of one model answer before any is
 	// made, numbered after the task's earlier calls.
 	PlanToolCalls(ctx context.Context, taskID int64, attempt, step int, calls []master.PlannedCall) ([]master.CallRecord, error)
@@ -68,7 +73,9 @@ type TaskInput = master.TaskInput
 // Defaults for the zero fields of Config (README, Configuration, has the
 // matching variables).
 const (
-	DefaultSlots       = 4
+	// DefaultSlots lets a full team fan out in one wave: a slot waits on
+	// the network, not the CPU (CALLON_LLM_CONCURRENCY bounds model calls).
+	DefaultSlots       = 16
 	DefaultLease       = 30 * time.Second
 	DefaultPoll        = 2 * time.Second
 	DefaultSweepEvery  = time.Second
@@ -94,8 +101,9 @@ type Config struct {
 	Slots int
 	// Lease is how long a claim (or a heartbeat) keeps a task ours.
 	Lease time.Duration
-	// Heartbeat is how often a running task's lease is extended; default
-	// Lease/3. A value not below Lease is replaced by the default.
+	// Heartbeat is how often the running tasks' leases are extended (all
+	// of them in one statement); default Lease/3. A value not below Lease
+	// is replaced by the default.
 	Heartbeat time.Duration
 	// Poll is the fallback claim interval (jittered ±20%), so a lost wake
 	// delays work by at most this much.
@@ -120,8 +128,9 @@ type Config struct {
 	ApprovalTimeout time.Duration
 	// Wake delivers hints that work may be waiting: a session id, or
 	// anything else (such as "*") for "any session". The pool then claims,
-	// and checks at once that its running tasks of that session are still
-	// its own, which is how a cancellation made by another process arrives.
+	// and checks soon that its running tasks are still its own (one read
+	// for all of them, however many wakes came meanwhile), which is how a
+	// cancellation made by another process arrives.
 	// Nil means polling only.
 	Wake <-chan string
 	// Metrics counts the pool's work; nil counts nothing.
@@ -175,6 +184,16 @@ type Pool struct {
 	mu      sync.Mutex
 	running map[int64]*running // by task id
 	started bool
+
+	// checkNow asks the lease keeper to check the running tasks (holds at
+	// most one request: requests coalesce).
+	checkNow chan struct{}
+
+	// ends gathers the outcomes to write, so that the outcomes of tasks
+	// ending together are written in one transaction (see end).
+	endMu    sync.Mutex
+	endQueue []*ending
+	ending   bool
 }
 
 // running is one task in flight.
@@ -183,8 +202,6 @@ type running struct {
 	ctx  context.Context
 	// cancel stops the task; the cause decides what is written for it.
 	cancel context.CancelCauseFunc
-	// check asks for a heartbeat now (holds at most one request).
-	check chan struct{}
 }
 
 // New returns a pool; call Run.
@@ -200,6 +217,8 @@ func New(cfg Config, store Store, llm master.LLM, logger *slog.Logger) *Pool {
 		logger:  logger.With("component", "workers", "worker_id", cfg.ID),
 		metrics: cfg.Metrics,
 		running: make(map[int64]*running),
+
+		checkNow: make(chan struct{}, 1),
 	}
 }
 
@@ -231,6 +250,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	if p.cfg.SweepEvery > 0 {
 		wg.Go(func() { p.sweep(ctx) })
 	}
+	wg.Go(func() { p.keepLeases(ctx) })
 
 	// finished holds one pending "a slot is free" signal: free slots are
 	// counted from p.running, so signals may coalesce.
@@ -320,7 +340,7 @@ func (p *Pool) claim(ctx context.Context) ([]*running, error) {
 	defer p.mu.Unlock()
 	for _, t := range tasks {
 		tctx, cancel := context.WithCancelCause(ctx)
-		r := &running{task: t, ctx: tctx, cancel: cancel, check: make(chan struct{}, 1)}
+		r := &running{task: t, ctx: tctx, cancel: cancel}
 		p.running[t.ID] = r
 		out = append(out, r)
 	}
@@ -363,20 +383,27 @@ func (p *Pool) CancelSession(sessionID int64) int {
 	return n
 }
 
-// checkRunning asks the running tasks that a wake hint concerns to
-// heartbeat now: a hint is a session id, anything else means every
-// session. A task cancelled elsewhere then stops within one store call.
+// checkRunning asks the lease keeper to check the running tasks when a
+// wake hint concerns one of them: a hint is a session id, anything else
+// means every session. A task cancelled elsewhere then stops within one
+// read. Requests coalesce: however many wakes arrive, at most one check
+// is pending.
 func (p *Pool) checkRunning(hint string) {
 	session, err := strconv.ParseInt(hint, 10, 64)
 	all := err != nil
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	concerned := false
 	for _, r := range p.running {
 		if all || r.task.SessionID == session {
-			select {
-			case r.check <- struct{}{}:
-			default:
-			}
+			concerned = true
+			break
+		}
+	}
+	p.mu.Unlock()
+	if concerned {
+		select {
+		case p.checkNow <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -197,9 +197,11 @@ func TestWakeChecksLeaseAtOnce(t *testing.T) {
 	w := newTaskWorld()
 	w.store.ClaimTasksFunc = queue(master.Task{ID: 3, SessionID: 7, Role: "researcher", Instruction: "x", Attempt: 1})
 	beats := make(chan int64, 4)
-	w.store.HeartbeatFunc = func(_ context.Context, id int64, _ int, _ time.Duration) error {
-		beats <- id
-		return master.ErrStale // cancelled by another process
+	w.store.StaleTasksFunc = func(_ context.Context, refs []master.TaskRef) ([]int64, error) {
+		for _, r := range refs {
+			beats <- r.ID
+		}
+		return []int64{3}, nil // cancelled by another process
 	}
 	llm, inCall, ended := blockingLLM()
 	wake := make(chan string, 1)
@@ -209,8 +211,8 @@ func TestWakeChecksLeaseAtOnce(t *testing.T) {
 
 	wait(t, inCall, "the model call")
 	wake <- "7"
-	if id := wait(t, beats, "a heartbeat"); id != 3 {
-		t.Errorf("heartbeat for task %d, want 3", id)
+	if id := wait(t, beats, "a check"); id != 3 {
+		t.Errorf("check for task %d, want 3", id)
 	}
 	if cause := wait(t, ended, "the model call to be cancelled"); !errors.Is(cause, master.ErrStale) {
 		t.Errorf("model call cancelled by %v, want a stale lease", cause)
@@ -225,30 +227,23 @@ func TestCheckRunning(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		hint string
-		want []int64 // task ids asked to heartbeat
+		want bool // a check of the running tasks is asked for
 	}{
-		{hint: "7", want: []int64{1, 2}},
-		{hint: "8", want: []int64{3}},
-		{hint: "9", want: nil},
-		{hint: "*", want: []int64{1, 2, 3}},
-		{hint: "", want: []int64{1, 2, 3}},
+		{hint: "7", want: true},
+		{hint: "8", want: true},
+		{hint: "9", want: false},
+		{hint: "*", want: true},
+		{hint: "", want: true},
 	}
 	for _, tt := range tests {
 		p := New(Config{ID: "w1", SweepEvery: -1}, &fakeStore{}, &fakeLLM{}, discard())
 		for _, task := range []master.Task{{ID: 1, SessionID: 7}, {ID: 2, SessionID: 7}, {ID: 3, SessionID: 8}} {
-			p.running[task.ID] = &running{task: task, check: make(chan struct{}, 1)}
+			p.running[task.ID] = &running{task: task}
 		}
 		p.checkRunning(tt.hint)
 		p.checkRunning(tt.hint) // coalesces, never blocks
-		var got []int64
-		for id, r := range p.running {
-			if len(r.check) > 0 {
-				got = append(got, id)
-			}
-		}
-		slices.Sort(got)
-		if !slices.Equal(got, tt.want) {
-			t.Errorf("hint %q checked tasks %v, want %v", tt.hint, got, tt.want)
+		if got := len(p.checkNow) > 0; got != tt.want {
+			t.Errorf("hint %q asked for a check: %v, want %v", tt.hint, got, tt.want)
 		}
 	}
 }
@@ -362,10 +357,10 @@ func TestConfigDefaults(t *testing.T) {
 		want Config // ID is checked separately
 	}{
 		{name: "zero", in: Config{},
-			want: Config{Slots: 4, Lease: 30 * time.Second, Heartbeat: 10 * time.Second, Poll: 2 * time.Second,
+			want: Config{Slots: 16, Lease: 30 * time.Second, Heartbeat: 10 * time.Second, Poll: 2 * time.Second,
 				SweepEvery: time.Second, TaskTimeout: 5 * time.Minute, MaxSteps: 8, ApprovalTimeout: time.Hour}},
 		{name: "heartbeat not below lease", in: Config{Lease: 6 * time.Second, Heartbeat: 6 * time.Second},
-			want: Config{Slots: 4, Lease: 6 * time.Second, Heartbeat: 2 * time.Second, Poll: 2 * time.Second,
+			want: Config{Slots: 16, Lease: 6 * time.Second, Heartbeat: 2 * time.Second, Poll: 2 * time.Second,
 				SweepEvery: time.Second, TaskTimeout: 5 * time.Minute, MaxSteps: 8, ApprovalTimeout: time.Hour}},
 		{name: "kept", in: Config{ID: "me", Slots: 1, Lease: time.Minute, Heartbeat: time.Second, Poll: time.Second,
 			SweepEvery: -1, TaskTimeout: time.Hour, MaxSteps: 3, WorkerModel: "m", ApprovalTimeout: time.Minute},

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/callonbot/callon/master"
@@ -30,12 +29,7 @@ func (p *Pool) runTask(ctx context.Context, r *running) {
 	start := time.Now()
 	log.Debug("task started")
 
-	hbCtx, stopHeartbeat := context.WithCancel(r.ctx)
-	var hb sync.WaitGroup
-	hb.Go(func() { p.heartbeat(hbCtx, r, log) })
 	out, e := p.work(r, log)
-	stopHeartbeat()
-	hb.Wait()
 
 	switch e {
 	case endComplete:
@@ -129,13 +123,8 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 			return failed(err.Error(), usage), nil
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	recorded, err := p.store.ToolCalls(rctx, r.task.ID)
-	cancel()
-	if err != nil {
-		return ended(fmt.Errorf("read the task's tool calls: %w", err))
-	}
-	replay, first, err := p.replayed(ctx, r, in, recorded, usage, log)
+	// The calls earlier attempts recorded came with the task's input.
+	replay, first, err := p.replayed(ctx, r, in, in.Calls, usage, log)
 	if err != nil {
 		return ended(err)
 	}
@@ -325,40 +314,13 @@ func (p *Pool) progress(ctx context.Context, r *running, pr progress, log *slog.
 	}
 }
 
-// heartbeat extends the task's lease every Heartbeat, and at once when a
-// wake asks (r.check), until ctx ends. A stale answer stops the task:
-// it was cancelled, or swept and claimed elsewhere.
-func (p *Pool) heartbeat(ctx context.Context, r *running, log *slog.Logger) {
-	tick := time.NewTicker(p.cfg.Heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-r.check:
-		}
-		hctx, cancel := context.WithTimeout(ctx, storeTimeout)
-		err := p.store.Heartbeat(hctx, r.task.ID, r.task.Attempt, p.cfg.Lease)
-		cancel()
-		switch {
-		case errors.Is(err, master.ErrStale):
-			r.cancel(fmt.Errorf("heartbeat: %w", err))
-			return
-		case err != nil && ctx.Err() == nil:
-			// The lease may run out; then the sweeper requeues the task
-			// and the next heartbeat finds it stale.
-			log.Warn("heartbeat failed", "err", err)
-		}
-	}
-}
-
-// complete writes the outcome with a fresh context: the task's own may
-// have ended (timeout, shutdown) and the result must still be recorded.
+// complete writes the outcome, with the outcomes of tasks ending at the
+// same time, under a fresh context: the task's own may have ended
+// (timeout, shutdown) and the result must still be recorded.
 func (p *Pool) complete(ctx context.Context, t master.Task, out master.Outcome, log *slog.Logger, start time.Time) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	_, err := p.store.CompleteTask(wctx, t.ID, t.Attempt, out)
+	err := p.end(wctx, master.Completion{Task: master.TaskRef{ID: t.ID, Attempt: t.Attempt}, Outcome: out})
 	switch {
 	case errors.Is(err, master.ErrStale):
 		log.Debug("task outcome is stale: the task was taken over", "state", out.State)

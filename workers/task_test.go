@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -374,10 +375,11 @@ func TestTaskStopsWhenNoLongerOurs(t *testing.T) {
 		setup     func(s *fakeStore, started <-chan master.ChatRequest)
 		wantCalls int // model calls, each cancelled by the stale lease
 	}{
-		{name: "heartbeat stale", wantCalls: 1, setup: func(s *fakeStore, started <-chan master.ChatRequest) {
-			s.HeartbeatFunc = func(ctx context.Context, id int64, attempt int, _ time.Duration) error {
-				<-started // the model call is in flight
-				return fmt.Errorf("heartbeat task %d attempt %d: %w", id, attempt, master.ErrStale)
+		{name: "lease stale", wantCalls: 1, setup: func(s *fakeStore, started <-chan master.ChatRequest) {
+			var once sync.Once
+			s.ExtendLeasesFunc = func(ctx context.Context, refs []master.TaskRef, _ time.Duration) ([]int64, error) {
+				once.Do(func() { <-started }) // the model call is in flight
+				return []int64{refs[0].ID}, nil
 			}
 		}},
 		{name: "task input stale", setup: func(s *fakeStore, _ <-chan master.ChatRequest) {
