@@ -57,8 +57,8 @@ func DefaultSizes() Sizes {
 // QuickSizes are small sizes, for the smoke test: every stage runs and
 // reports samples in a few seconds.
 func QuickSizes() Sizes {
-	return Sizes{Turns: 3, ContextTurns: 10, PickupTasks: 20, PickupRate: 200, BurnTasks: 200,
-		ActiveSessions: 10, DormantSessions: 50, Kills: 1}
+	return Sizes{Turns: 2, ContextTurns: 6, PickupTasks: 10, PickupRate: 200, BurnTasks: 50,
+		ActiveSessions: 5, DormantSessions: 20, Kills: 1}
 }
 
 // Deps is what the bench needs from the program that runs it.

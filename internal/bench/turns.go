@@ -90,13 +90,21 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 	// are measured idle and taken out of the per-turn figure.
 	w.settle()
 	idleFrom, idleStmts := time.Now(), w.statements.Load()
-	time.Sleep(2 * time.Second)
+	idle := 2 * time.Second
+	if b.sizes.Turns < 10 {
+		idle = 500 * time.Millisecond // --quick
+	}
+	select {
+	case <-time.After(idle):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	idleRate := float64(w.statements.Load()-idleStmts) / time.Since(idleFrom).Seconds()
 
 	var out []StageResult
 	for _, k := range turnKinds {
 		thread := threads[k.name]
-		for i := range warmup {
+		for i := range min(warmup, b.sizes.Turns) {
 			w.turn(thread, fmt.Sprintf("[%s] warm-up %d", k.name, i))
 		}
 		w.settle()

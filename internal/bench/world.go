@@ -42,7 +42,7 @@ func (b *bench) newWorld(ctx context.Context, script llmtest.Script, env ...stri
 		return nil, err
 	}
 	w := &world{b: b, tb: &fakeTB{}, dbURL: url, drop: drop}
-	w.dc = discordtest.New(w.tb, discordtest.WithWaitTimeout(20*time.Second))
+	w.dc = discordtest.New(w.tb, discordtest.WithWaitTimeout(2*time.Minute))
 	w.ai = llmtest.New(w.tb, script)
 	w.env = map[string]string{
 		"DISCORD_TOKEN":   w.dc.Token(),
