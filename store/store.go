@@ -29,6 +29,7 @@ type Store struct {
 
 	webhooks    atomic.Bool  // see EnableWebhooks
 	maxAttempts atomic.Int32 // see SetMaxAttempts
+	wakes       localWakes   // this process's own wakes, delivered at commit
 }
 
 // pingTimeout bounds the connectivity check in Open.

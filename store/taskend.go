@@ -36,7 +36,7 @@ func (s *Store) CompleteTask(ctx context.Context, taskID int64, attempt int, out
 	if out.Handoff != nil && out.State != master.TaskDone {
 		return master.Task{}, fmt.Errorf("complete task %d: a handoff needs state done, not %q", taskID, out.State)
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return master.Task{}, fmt.Errorf("complete task: %w", err)
 	}

@@ -61,7 +61,7 @@ func turnSortKey(messageID string) int64 {
 // same transaction; a message with files is never taken as the answer to
 // workers' questions: it is a turn of its own, so its master sees them.
 func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admission) (master.Turn, bool, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
 	}
@@ -358,7 +358,7 @@ func outNonce(turnID int64, kind master.OutKind, seq, part int) string {
 // ask any number of questions (a turn resumed by the user's answer may
 // ask again), each numbered by seq and posted once.
 func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
@@ -422,7 +422,7 @@ func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind maste
 // Delegate enqueues the next round of a guarded turn and advances the
 // turn to it, in one transaction with one wake.
 func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.NewTask, usage master.Usage) ([]int64, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}
@@ -452,7 +452,7 @@ func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.New
 // Replan replaces a guarded turn's session roster. Queued tasks of removed
 // roles are cancelled (with their dependents); finished results stay.
 func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role, usage master.Usage) ([]string, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
@@ -533,7 +533,7 @@ func (s *Store) CountMasterCall(ctx context.Context, g master.Guard, max int) (i
 // finishing it normally failed: text is queued as its reply unless it has
 // one, and the turn is done. It needs only the master lease.
 func (s *Store) AbandonTurn(ctx context.Context, g master.Guard, text string) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("abandon turn: %w", err)
 	}
