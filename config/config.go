@@ -27,7 +27,7 @@ const (
 	DefaultTaskLease       = 30 * time.Second
 	DefaultSweepInterval   = time.Second
 	DefaultMaxAttempts     = 3
-	DefaultWorkerSlots     = 4
+	DefaultWorkerSlots     = 16
 	DefaultLLMConcurrency  = 8
 	DefaultSessionTokens   = 2_000_000
 	DefaultHistoryMessages = 12
