@@ -23,7 +23,7 @@ import (
 func benchCmd(ctx context.Context, cfg config.Config, args []string, stdout, stderr, usageOut io.Writer, command func(env map[string]string) *exec.Cmd) error {
 	sizes := bench.DefaultSizes()
 	var o benchOptions
-	ok, err := parseCommand("bench", "measure callon's own cost against its fakes, on a database of its own (needs only DATABASE_URL)",
+	ok, err := parseCommand("bench", "measure callon's own cost against its fakes, on databases of its own (needs only DATABASE_URL)",
 		args, usageOut, func(fs *flag.FlagSet) { o.declare(fs, &sizes) })
 	if !ok {
 		return err

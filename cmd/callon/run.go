@@ -25,7 +25,7 @@ Usage:
   callon bench [--quick] [--json]
                       measure callon's own cost (turn overhead, task pickup
                       and burn-down, memory per session, recovery) against
-                      its fakes, on a database of its own: needs only
+                      its fakes, on databases of its own: needs only
                       DATABASE_URL
   callon invite       print the OAuth2 URL that adds the bot to a server
   callon healthcheck  exit 0 when this host's callon is ready (GET /readyz at
