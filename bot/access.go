@@ -26,6 +26,11 @@ var accessTargets = []*discordgo.ApplicationCommandOption{
 		ChannelTypes: []discordgo.ChannelType{discordgo.ChannelTypeGuildText, discordgo.ChannelTypeGuildNews}},
 }
 
+// botOption names the bot /access trust and untrust change.
+var botOption = &discordgo.ApplicationCommandOption{
+	Type: discordgo.ApplicationCommandOptionUser, Name: "bot", Required: true, Description: "A bot (another app's bot user)",
+}
+
 var accessCommand = command{
 	def: &discordgo.ApplicationCommand{
 		Name:                     "access",
@@ -43,6 +48,12 @@ var accessCommand = command{
 			{Type: discordgo.ApplicationCommandOptionSubCommand, Name: "clear",
 				Description: "Empty a list: everyone may again, everywhere",
 				Options:     []*discordgo.ApplicationCommandOption{whatOption}},
+			{Type: discordgo.ApplicationCommandOptionSubCommand, Name: "trust",
+				Description: "Listen to a bot: it may start teams by mentioning callon, and talk to them",
+				Options:     []*discordgo.ApplicationCommandOption{botOption}},
+			{Type: discordgo.ApplicationCommandOptionSubCommand, Name: "untrust",
+				Description: "Stop listening to a bot",
+				Options:     []*discordgo.ApplicationCommandOption{botOption}},
 		},
 	},
 	handle: (*Bot).handleAccess,
@@ -61,6 +72,12 @@ func (b *Bot) handleAccess(i *discordgo.InteractionCreate) {
 			return b.limits.RemoveAccess(ctx, i.GuildID, accessRules(sub, action), by)
 		case "clear":
 			return b.limits.ClearAccess(ctx, i.GuildID, action, by)
+		case "trust":
+			id, isBot := optionUser(i, sub, "bot")
+			return b.limits.TrustBot(ctx, i.GuildID, id, isBot, selfID(b.s), by)
+		case "untrust":
+			id, _ := optionUser(i, sub, "bot")
+			return b.limits.UntrustBot(ctx, i.GuildID, id, by)
 		default:
 			return b.limits.ShowAccess(ctx, i.GuildID)
 		}
@@ -81,4 +98,20 @@ func accessRules(sub *discordgo.ApplicationCommandInteractionDataOption, action 
 		}
 	}
 	return rules
+}
+
+// optionUser is the user a user option names, and whether it is a bot
+// (from the interaction's resolved data).
+func optionUser(i *discordgo.InteractionCreate, sub *discordgo.ApplicationCommandInteractionDataOption, name string) (id string, bot bool) {
+	o := sub.GetOption(name)
+	if o == nil {
+		return "", false
+	}
+	id, _ = o.Value.(string)
+	if r := i.ApplicationCommandData().Resolved; r != nil {
+		if u := r.Users[id]; u != nil {
+			bot = u.Bot
+		}
+	}
+	return id, bot
 }

@@ -79,10 +79,11 @@ type Bot struct {
 	approvals *master.Approvals // decides the clicks on Approve and Deny
 
 	ctx context.Context // the bot's lifetime; handlers' work derives from it
-	wg  sync.WaitGroup
+	wg  sync.WaitGroup  // the work of goWork; waited for when Run ends
 
-	mu     sync.Mutex
-	shards []*shard // set once Run has planned them
+	mu       sync.Mutex
+	shards   []*shard // set once Run has planned them
+	stopping bool     // set when Run ends: goWork starts nothing more
 }
 
 // Store is what command handlers read directly.
@@ -157,7 +158,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.shards = shards
 	b.mu.Unlock()
 	defer func() {
-		b.wg.Wait()
+		b.stopWork()
 		closeShards(sessions, func(shard int, err error) { b.log.Warn("close gateway", "shard", shard, "err", err) })
 	}()
 	if count > 1 {
@@ -202,9 +203,25 @@ func (b *Bot) Run(ctx context.Context) error {
 	return nil
 }
 
+// stopWork waits for the work goWork started and has it start no more:
+// gateway handlers may still run until the shards are closed, and none
+// may add work once it is being waited for.
+func (b *Bot) stopWork() {
+	b.mu.Lock()
+	b.stopping = true
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
 // goWork runs f on a goroutine owned by the bot, with a context derived
-// from its lifetime and, unless timeout is 0, bounded by timeout.
+// from its lifetime and, unless timeout is 0, bounded by timeout. Once
+// the bot is stopping, f is not run: its context would be done already.
 func (b *Bot) goWork(timeout time.Duration, f func(ctx context.Context)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopping {
+		return
+	}
 	b.wg.Go(func() {
 		ctx, cancel := context.WithCancel(b.ctx)
 		defer cancel()
@@ -223,9 +240,24 @@ func (b *Bot) goWork(timeout time.Duration, f func(ctx context.Context)) {
 	})
 }
 
+// selfID is the bot user's id as a session knows it once the gateway
+// said READY; "" before.
+func selfID(s *discordgo.Session) string {
+	s.State.RLock()
+	defer s.State.RUnlock()
+	if s.State.User != nil {
+		return s.State.User.ID
+	}
+	return ""
+}
+
 func (b *Bot) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 	if m.Author == nil || m.GuildID == "" {
 		return
+	}
+	self := selfID(s)
+	if self == "" || m.Author.ID == self {
+		return // callon never reacts to itself
 	}
 	in := master.Incoming{
 		ID: m.ID, GuildID: m.GuildID, ChannelID: m.ChannelID,
@@ -236,6 +268,9 @@ func (b *Bot) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 		in.AuthorRoles = m.Member.Roles
 	}
 	log := b.log.With("shard", s.ShardID, "guild_id", in.GuildID, "channel_id", in.ChannelID, "message_id", in.ID)
+	if in.AuthorBot && b.botRequest(log, in, self) {
+		return
+	}
 	if b.route(b.ctx, log, in) == nil {
 		return
 	}

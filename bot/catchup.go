@@ -44,6 +44,7 @@ var _ master.ThreadReader = (*Bot)(nil)
 // message id after, oldest first, a page of 100 at a time.
 func (b *Bot) MessagesAfter(ctx context.Context, channelID, after string, limit int) ([]master.Incoming, error) {
 	var out []master.Incoming
+	self := selfID(b.s)
 	for len(out) < limit {
 		page, err := b.s.ChannelMessages(channelID, min(100, limit-len(out)), "", after, "", discordgo.WithContext(ctx))
 		if err != nil {
@@ -59,6 +60,9 @@ func (b *Bot) MessagesAfter(ctx context.Context, channelID, after string, limit 
 				Attachments: incomingAttachments(m.Attachments)}
 			if m.Author != nil {
 				in.AuthorID, in.AuthorBot = m.Author.ID, m.Author.Bot
+				// Before READY the bot's own id is unknown: then no bot's
+				// message is taken, so never its own.
+				in.FromSelf = m.Author.ID == self || (self == "" && m.Author.Bot)
 			}
 			out = append(out, in)
 		}

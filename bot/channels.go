@@ -99,3 +99,15 @@ func (c *Channels) CanPost(ctx context.Context, channelID string) error {
 	}
 	return nil
 }
+
+// StartThreadFrom opens a public thread from a message; its id is the
+// message's.
+func (c *Channels) StartThreadFrom(ctx context.Context, channelID, messageID, name string) (string, error) {
+	th, err := c.s.MessageThreadStartComplex(channelID, messageID, &discordgo.ThreadStart{
+		Name: name, AutoArchiveDuration: 1440,
+	}, discordgo.WithContext(ctx))
+	if err != nil {
+		return "", classify(fmt.Errorf("start thread from message %s: %w", messageID, err))
+	}
+	return th.ID, nil
+}

@@ -48,6 +48,14 @@ var (
 )
 
 func (b *Bot) onInteraction(_ *discordgo.Session, i *discordgo.InteractionCreate) {
+	if fromBot(i) {
+		// A bot runs no command and clicks no button here, trusted or
+		// not: commands and buttons are where admin actions are.
+		if i.Type != discordgo.InteractionApplicationCommandAutocomplete {
+			b.respondEphemeral(i, "Sorry, callon takes commands and clicks from people only, not from bots.")
+		}
+		return
+	}
 	switch i.Type {
 	case discordgo.InteractionApplicationCommandAutocomplete:
 		b.onAutocomplete(i)
@@ -74,6 +82,17 @@ func (b *Bot) onInteraction(_ *discordgo.Session, i *discordgo.InteractionCreate
 		}
 	}
 	b.respondEphemeral(i, fmt.Sprintf("I don't know the command /%s any more; it may have been removed.", name))
+}
+
+// fromBot reports whether a bot made the interaction.
+func fromBot(i *discordgo.InteractionCreate) bool {
+	switch {
+	case i.Member != nil && i.Member.User != nil:
+		return i.Member.User.Bot
+	case i.User != nil:
+		return i.User.Bot
+	}
+	return false
 }
 
 // onForm routes a button click or a modal submission by its custom_id.

@@ -23,7 +23,8 @@ const (
 )
 
 // Messenger posts for the master. Every message it creates pings nobody
-// but, for a reply, the author replied to.
+// but, for a reply, the author replied to, and the one user a message
+// names as its Mention (a report to the trusted bot that asked for it).
 type Messenger struct {
 	s *discordgo.Session
 }
@@ -70,6 +71,9 @@ func (m *Messenger) Send(ctx context.Context, msg master.OutMessage) (string, er
 		EnforceNonce:    msg.Nonce != "",
 		AllowedMentions: noMentions(),
 		Components:      components(msg.Buttons),
+	}
+	if msg.Mention != "" {
+		body.AllowedMentions.Users = []string{msg.Mention}
 	}
 	if msg.ReplyTo != "" {
 		no := false

@@ -59,6 +59,8 @@ type Config struct {
 	Roles []Roster
 	// MCPServers is the roles file's mcp_servers, in name order.
 	MCPServers []MCPServer
+	// GuildTrustedBots are the roles file's trusted_bots, by guild id.
+	GuildTrustedBots map[string][]string
 	// Providers are the named model providers besides OPENAI_*, from the
 	// roles file and CALLON_PROVIDERS, in name order.
 	Providers []Provider
@@ -72,6 +74,7 @@ type Config struct {
 	Limits      Limits
 	HandBack    HandBack
 	Webhook     Webhook
+	API         API
 	Attachments Attachments
 	Caps        Caps
 	Tools       Tools
@@ -149,11 +152,12 @@ func Load(getenv func(string) string) Config {
 		if err != nil {
 			p.fail("CALLON_ROLES_FILE", "%v", err)
 		}
-		c.Roles, c.MCPServers, c.Providers = rf.Rosters, rf.MCPServers, rf.Providers
+		c.Roles, c.MCPServers, c.Providers, c.GuildTrustedBots = rf.Rosters, rf.MCPServers, rf.Providers, rf.TrustedBots
 	}
 	c.Providers = p.providers(c.Providers)
 	c.HandBack = p.handBack()
 	c.Webhook = p.webhook()
+	c.API = p.api(c.HTTPAddr)
 	c.Attachments = p.attachments()
 	c.Caps = p.caps()
 	c.Tools = p.tools()
@@ -260,9 +264,12 @@ func (c Config) attrs() []slog.Attr {
 		slog.Int("dispatch_depth", h.DispatchDepth),
 		slog.Int("max_active_sessions", h.MaxActiveSessions),
 		slog.Int("report_cap", h.ReportCap),
+		slog.String("trusted_bots", strings.Join(h.TrustedBots, ",")),
 		slog.String("webhook_url", redactWebhookURL(w.URL)),
 		slog.String("webhook_secret", redact(w.Secret)),
 		slog.Int("webhook_retries", w.Retries),
+		slog.String("api_secret", redact(c.API.Secret)),
+		slog.Int("api_rate", c.API.Rate),
 		slog.String("providers", providerList(c.Providers)),
 		slog.String("discord_cdn_url", c.Attachments.CDNURL),
 		slog.Int64("attachment_max_file", c.Attachments.MaxFile),

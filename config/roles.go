@@ -45,6 +45,7 @@ type Role struct {
 //	guilds:
 //	  "<guild id>":
 //	    roles: [...]          # the guild's roster
+//	    trusted_bots: ["<bot user id>", ...]  # bots callon listens to there
 //	    channels:
 //	      "<channel id>":
 //	        roles: [...]      # the channel's roster
@@ -56,8 +57,9 @@ type rolesFileYAML struct {
 }
 
 type guildYAML struct {
-	Roles    []roleYAML             `yaml:"roles"`
-	Channels map[string]channelYAML `yaml:"channels"`
+	Roles       []roleYAML             `yaml:"roles"`
+	Channels    map[string]channelYAML `yaml:"channels"`
+	TrustedBots []string               `yaml:"trusted_bots"`
 }
 
 type channelYAML struct {
@@ -87,6 +89,8 @@ type RolesFile struct {
 	MCPServers []MCPServer
 	// Providers are the file's model providers, in name order.
 	Providers []Provider
+	// TrustedBots are the bots callon listens to in a guild, by guild id.
+	TrustedBots map[string][]string
 }
 
 // loadRolesFile reads and parses the roles file at path, expanding
@@ -188,8 +192,17 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 		if !isSnowflake(gid) {
 			return RolesFile{}, fmt.Errorf("guild %q: not a numeric Discord id (quote ids: \"123…\")", gid)
 		}
-		if g.Roles == nil && len(g.Channels) == 0 {
-			return RolesFile{}, fmt.Errorf("guild %s: no roles and no channels", gid)
+		if g.Roles == nil && len(g.Channels) == 0 && len(g.TrustedBots) == 0 {
+			return RolesFile{}, fmt.Errorf("guild %s: no roles and no channels (nor trusted_bots)", gid)
+		}
+		for _, id := range g.TrustedBots {
+			if !isSnowflake(id) {
+				return RolesFile{}, fmt.Errorf("guild %s: trusted_bots: %q is not a numeric Discord id (quote ids: \"123…\")", gid, id)
+			}
+			if rf.TrustedBots == nil {
+				rf.TrustedBots = map[string][]string{}
+			}
+			rf.TrustedBots[gid] = append(rf.TrustedBots[gid], id)
 		}
 		if g.Roles != nil {
 			if err := add(gid, "", g.Roles); err != nil {
@@ -207,7 +220,7 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 	}
 	// A file may declare only MCP servers or providers, for roles set by
 	// command; a file that declares nothing is a mistake.
-	if len(rf.Rosters) == 0 && len(rf.MCPServers) == 0 && len(rf.Providers) == 0 {
+	if len(rf.Rosters) == 0 && len(rf.MCPServers) == 0 && len(rf.Providers) == 0 && len(rf.TrustedBots) == 0 {
 		return RolesFile{}, errors.New("defines no roles: give a default `roles:` list or `guilds:` (or `mcp_servers:` for roles set by command)")
 	}
 	return rf, nil

@@ -93,12 +93,13 @@ func NewCommands(cfg CommandsConfig, store CommandStore, llm LLM, logger *slog.L
 type Actor struct {
 	UserID      string
 	Permissions int64
+	Bot         bool // a bot: it may run no admin action
 }
 
 // MayManage reports whether a may reorganize or end s: its owner, or a
-// member who may manage threads.
+// member who may manage threads; never a bot, even one that owns s.
 func (a Actor) MayManage(s Session) bool {
-	return a.UserID == s.OwnerID || a.Permissions&(PermManageThreads|PermAdministrator) != 0
+	return !a.Bot && (a.UserID == s.OwnerID || a.Permissions&(PermManageThreads|PermAdministrator) != 0)
 }
 
 // noTeam wraps ErrNotFound in what a person reads.
@@ -206,7 +207,7 @@ func (c *Commands) Dissolve(ctx context.Context, s Session, a Actor) error {
 		return err
 	}
 	var final *NewReport
-	if s.ReportTo != "" {
+	if s.ReportTo != "" || s.CallbackURL != "" {
 		sent, last, err := c.store.HandBack(ctx, s.ID)
 		if err != nil {
 			return err

@@ -35,9 +35,20 @@ type Session struct {
 	DispatchedBy   int64
 	DispatchedTurn int64 // the dispatching turn
 	DispatchDepth  int
-	Usage          Usage // tokens used by the session so far
-	CreatedAt      time.Time
-	EndedAt        time.Time // zero while active
+	// RequestedByBot is the trusted bot that started the session by
+	// mentioning callon in ChannelID, and RequestMessageID its message:
+	// the team's reports mention that bot (and reply to its message when
+	// they land in ChannelID). "" for a session a person started.
+	RequestedByBot   string
+	RequestMessageID string
+	// APIKey is the idempotency key of the API request that started the
+	// team; "" for a team started otherwise. CallbackURL, when set,
+	// receives the team's reports.
+	APIKey      string
+	CallbackURL string
+	Usage       Usage // tokens used by the session so far
+	CreatedAt   time.Time
+	EndedAt     time.Time // zero while active
 }
 
 // Role is a member of a team: a specialist with its own prompt and model.
@@ -77,6 +88,9 @@ type Turn struct {
 	GuildID   string
 	ChannelID string // where the message was posted: the session's thread
 	AuthorID  string
+	// AuthorBot says a (trusted) bot wrote the message: the master is told
+	// so, and a bot's turns per hour are capped.
+	AuthorBot bool
 	Content   string
 	State     TurnState
 	Round     int // the current round of delegation; 0 before the first
@@ -100,8 +114,13 @@ type Turn struct {
 	// recorded (see AttachmentPolicy.Plan); a turn read back does not
 	// carry them: they are read on their own, with their content.
 	Attachments []Attachment
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Echo, given when the turn is recorded, is posted in the thread
+	// before the turn is answered, if it is admitted: the text of a
+	// message that came through the API, so people see what the team
+	// answers. A turn read back does not carry it.
+	Echo      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // TaskState is the life cycle of a task.

@@ -51,6 +51,12 @@ var (
 	// ErrAlreadyReported means this turn has reported already: one report
 	// per turn, so a turn run again after a crash cannot report twice.
 	ErrAlreadyReported = errors.New("this turn has reported already")
+	// ErrKeyUsed means a team was started with this idempotency key
+	// already.
+	ErrKeyUsed = errors.New("idempotency key used already")
+	// ErrInProgress means another request with this idempotency key is
+	// starting its team right now.
+	ErrInProgress = errors.New("a request with this idempotency key is in progress")
 )
 
 // NoTeamHere is what a person reads who runs a team command where no

@@ -24,6 +24,8 @@ func (o *Orchestrator) reportBack(ctx context.Context, g Guard, s Session, summa
 	case err != nil:
 		o.log.Error("report back", "session_id", s.ID, "turn_id", g.TurnID, "err", err)
 		return "The report could not be delivered because of an internal error; tell the user."
+	case rep.Delivery == "callback":
+		return "Report sent to the system that started this team. Now reply to the user."
 	case rep.Delivery == "injected":
 		return fmt.Sprintf("Report delivered to the team in <#%s>; its coordinator takes it from here. Now reply to the user.", s.ReportTo)
 	default:

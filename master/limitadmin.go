@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -67,6 +68,16 @@ type Limits struct {
 	budget Budget
 	prices Prices
 	store  LimitStore
+	// configTrust lists the bots the deployment trusts in a guild
+	// (CALLON_TRUSTED_BOTS, the roles file); nil: none.
+	configTrust func(guildID string) []string
+}
+
+// WithConfigTrust sets where /access show finds the bots the deployment
+// trusts in a guild, and returns l.
+func (l *Limits) WithConfigTrust(f func(guildID string) []string) *Limits {
+	l.configTrust = f
+	return l
 }
 
 // NewLimits returns the admin side of the limits: budget holds the
@@ -170,7 +181,11 @@ func describeChange(c LimitChange) string {
 	rules := func() string {
 		parts := make([]string, len(d.Rules))
 		for i, r := range d.Rules {
-			parts[i] = fmt.Sprintf("%s %s", r.Action, mention(AccessKind(r.Kind), r.ID))
+			action := r.Action
+			if AccessAction(action) == AccessTrust {
+				action = "trusted bot"
+			}
+			parts[i] = fmt.Sprintf("%s %s", action, mention(AccessKind(r.Kind), r.ID))
 		}
 		return strings.Join(parts, ", ")
 	}
@@ -275,8 +290,61 @@ func (l *Limits) ShowAccess(ctx context.Context, guildID string) (string, error)
 		}
 		fmt.Fprintf(&b, "%s\n• who: %s\n• where: %s\n", act.label, listOrAny(who, "everyone"), listOrAny(where, "every channel"))
 	}
-	b.WriteString("\nChange them with `/access allow`, `/access remove` and `/access clear`.")
+	var bots []string
+	for _, r := range a.Rules(AccessTrust) {
+		bots = append(bots, mention(r.Kind, r.ID))
+	}
+	if l.configTrust != nil {
+		for _, id := range l.configTrust(guildID) {
+			bots = append(bots, mention(AccessUser, id)+" (deployment)")
+		}
+	}
+	fmt.Fprintf(&b, "**Trusted bots** (may start teams by mentioning callon, and talk to teams)\n• %s\n", listOrAny(bots, "none: callon ignores every bot"))
+	b.WriteString("\nChange them with `/access allow`, `/access remove`, `/access clear`, `/access trust` and `/access untrust`.")
 	return Truncate(b.String(), MaxMessageLen), nil
+}
+
+// TrustBot adds a bot to the guild's trusted bots and says what changed.
+// isBot says whether the user is a bot (people need no trust); selfID is
+// callon's own id, which it never listens to.
+func (l *Limits) TrustBot(ctx context.Context, guildID, botID string, isBot bool, selfID, by string) (string, error) {
+	switch {
+	case botID == "":
+		return "", Errorf(EInvalid, "name the bot to trust")
+	case botID == selfID:
+		return "", Errorf(EInvalid, "callon never listens to itself, so it cannot be a trusted bot.")
+	case !isBot:
+		return "", Errorf(EInvalid, "<@%s> is a person, not a bot: people need no trust (`/access allow` limits who may use callon).", botID)
+	}
+	n, err := l.store.AllowAccess(ctx, guildID, []AccessRule{{Action: AccessTrust, Kind: AccessUser, ID: botID}}, by)
+	if err != nil {
+		return "", err
+	}
+	if n == 0 {
+		return fmt.Sprintf("<@%s> was already trusted.", botID), nil
+	}
+	return fmt.Sprintf("✅ callon now listens to <@%s>: it may start a team by posting a message that starts with a mention of callon "+
+		"and the goal, and talk to teams in their threads. Its messages count against the hourly cap between bots; it runs no admin action.", botID), nil
+}
+
+// UntrustBot removes a bot from the guild's trusted bots and says what
+// changed.
+func (l *Limits) UntrustBot(ctx context.Context, guildID, botID, by string) (string, error) {
+	if botID == "" {
+		return "", Errorf(EInvalid, "name the bot to stop trusting")
+	}
+	n, err := l.store.RemoveAccess(ctx, guildID, []AccessRule{{Action: AccessTrust, Kind: AccessUser, ID: botID}}, by)
+	if err != nil {
+		return "", err
+	}
+	if n == 0 {
+		msg := fmt.Sprintf("<@%s> was not trusted in this server.", botID)
+		if l.configTrust != nil && slices.Contains(l.configTrust(guildID), botID) {
+			msg += " The deployment trusts it (CALLON_TRUSTED_BOTS or the roles file): its operator can change that."
+		}
+		return msg, nil
+	}
+	return fmt.Sprintf("🗑️ callon no longer listens to <@%s> here.", botID), nil
 }
 
 func listOrAny(items []string, anyone string) string {

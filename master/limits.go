@@ -74,6 +74,9 @@ func Tokens(n int64) string {
 type SessionCaps struct {
 	PerGuild int
 	PerUser  int
+	// BotPerHour bounds the turns a bot starts in a guild per hour: a
+	// team a trusted bot starts counts its brief (ErrBotCapped beyond).
+	BotPerHour int
 }
 
 // ErrCapped means a new team would exceed a cap on active teams.
@@ -126,9 +129,14 @@ type Admission struct {
 	MaxOpen int
 	// PerMinute bounds the turns one author starts in a guild per minute.
 	PerMinute int
-	// Notices for the three reasons a message is refused: the queue is
-	// full, its author is over the rate, or the caller refused it.
-	QueueFull, RateLimited, Refused string
+	// BotPerHour bounds the turns one bot starts in a guild per hour,
+	// teams it starts included (CALLON_REPORT_CAP): two bots answering
+	// each other cannot go on past it.
+	BotPerHour int
+	// Notices for the four reasons a message is refused: the queue is
+	// full, its author is over the rate, a bot is over its hourly cap, or
+	// the caller refused it.
+	QueueFull, RateLimited, BotCapped, Refused string
 }
 
 // AccessAction is what an allow list governs.
@@ -138,6 +146,9 @@ type AccessAction string
 const (
 	AccessStart AccessAction = "start" // starting teams: /callon, and dispatch into a channel
 	AccessTalk  AccessAction = "talk"  // talking to a team in its thread
+	// AccessTrust names a bot callon listens to (kind AccessUser only):
+	// it may start teams by mentioning callon and talk in team threads.
+	AccessTrust AccessAction = "trust"
 )
 
 // AccessKind is what an allow list entry names.
@@ -182,6 +193,15 @@ func (a Access) Allows(action AccessAction, userID string, roles []string, chann
 	}
 	return (!who || whoOK) && (!where || whereOK)
 }
+
+// Trusts reports whether the allow lists name botID as a trusted bot.
+func (a Access) Trusts(botID string) bool {
+	return botID != "" && slices.Contains(a, AccessRule{Action: AccessTrust, Kind: AccessUser, ID: botID})
+}
+
+// ErrBotCapped means a bot started as many turns in a guild within the
+// hour as the cap allows.
+var ErrBotCapped = errors.New("bot turn cap reached")
 
 // Rules returns the rules for one action.
 func (a Access) Rules(action AccessAction) []AccessRule {

@@ -533,7 +533,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err
 	}()
 	retried, actions := false, 0
 	env := decisionEnv{maxTasks: o.cfg.MaxTasks, maxRoles: o.cfg.MaxRoles, mustReply: tc.mustReply != "", round: tc.roundTasks(),
-		reportTo: tc.session.ReportTo, dispatch: o.cfg.Dispatch && tc.session.DispatchDepth < o.cfg.DispatchDepth,
+		reportTo: tc.session.ReportTo, callback: tc.session.CallbackURL != "", dispatch: o.cfg.Dispatch && tc.session.DispatchDepth < o.cfg.DispatchDepth,
 		attachments: tc.attachments}
 	// What the turn posts names the files nobody read, whatever the model
 	// wrote.
@@ -678,11 +678,12 @@ func (o *Orchestrator) replan(ctx context.Context, g Guard, tc turnContext, d de
 
 // mayReplan reports whether a turn's author may reorganize the team as
 // /replan may: its owner, or a member who may manage threads in its
-// channel. A turn with no author (a report's, a brief's) may not, nor
-// one whose author cannot be looked up.
+// channel. A turn with no author (a report's, a brief's) may not, nor a
+// bot's (even the bot that started the team), nor one whose author cannot
+// be looked up.
 func (o *Orchestrator) mayReplan(ctx context.Context, s Session, turn Turn) bool {
 	switch {
-	case turn.AuthorID == "":
+	case turn.AuthorID == "" || turn.AuthorBot:
 		return false
 	case turn.AuthorID == s.OwnerID:
 		return true

@@ -24,12 +24,13 @@ type Finish struct {
 
 // Exchange is one finished turn as the master remembers it.
 type Exchange struct {
-	TurnID   int64
-	AuthorID string
-	Message  string
-	Answer   string // the reply or question the team posted
-	Asked    bool   // the answer was a question to the user
-	Results  []Task // the turn's task results, kept when it ended in a question
+	TurnID    int64
+	AuthorID  string
+	AuthorBot bool // a trusted bot wrote the message
+	Message   string
+	Answer    string // the reply or question the team posted
+	Asked     bool   // the answer was a question to the user
+	Results   []Task // the turn's task results, kept when it ended in a question
 }
 
 // OutKind is what an outbox message is.
@@ -77,6 +78,10 @@ type OutMessage struct {
 	// ReplyTo is the message this one answers; only a reply's first part
 	// carries it.
 	ReplyTo string
+	// Mention is the one user the message may ping besides the author it
+	// replies to (allowed_mentions lists only it): the bot a report is
+	// for. "" for nobody.
+	Mention string
 	Content string
 	// Buttons are shown under the content, in one row; none for most
 	// messages.

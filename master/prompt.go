@@ -41,7 +41,7 @@ func masterMessages(c turnContext) []Message {
 	}
 	msgs := []Message{{Role: RoleSystem, Content: masterSystemPrompt(c, older)}}
 	for _, e := range recent {
-		msgs = append(msgs, Message{Role: RoleUser, Content: userLine(e.AuthorID, Truncate(e.Message, maxHistoryChars))})
+		msgs = append(msgs, Message{Role: RoleUser, Content: userLine(e.AuthorID, e.AuthorBot, Truncate(e.Message, maxHistoryChars))})
 		answer := Truncate(e.Answer, maxHistoryChars)
 		if e.Asked && len(e.Results) > 0 {
 			answer += "\n\n(Results gathered before this question:)\n" + formatResults(e.Results)
@@ -70,12 +70,12 @@ func masterMessages(c turnContext) []Message {
 
 // userMessage is the turn's message: its text, then its files.
 func (c turnContext) userMessage() Message {
-	m := Message{Role: RoleUser, Content: userLine(c.turn.AuthorID, c.turn.Content)}
+	m := Message{Role: RoleUser, Content: userLine(c.turn.AuthorID, c.turn.AuthorBot, c.turn.Content)}
 	if len(c.attachments) == 0 {
 		return m
 	}
 	if strings.TrimSpace(c.turn.Content) == "" {
-		m.Content = userLine(c.turn.AuthorID, "(no text: only files)")
+		m.Content = userLine(c.turn.AuthorID, c.turn.AuthorBot, "(no text: only files)")
 	}
 	files, images := RenderAttachments(c.attachments, c.vision)
 	m.Content += "\n\n" + files
@@ -134,9 +134,14 @@ How you work:
 	return b.String()
 }
 
-func userLine(authorID, content string) string {
-	if authorID == "" {
+// userLine is a message as the master reads it, its author named; a
+// trusted bot's is marked as a bot's.
+func userLine(authorID string, bot bool, content string) string {
+	switch {
+	case authorID == "":
 		return content
+	case bot:
+		return fmt.Sprintf("<@%s> (a bot, not a person): %s", authorID, content)
 	}
 	return fmt.Sprintf("<@%s>: %s", authorID, content)
 }

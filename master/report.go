@@ -9,7 +9,7 @@ import (
 
 // Hand-back tools: offered only when they apply.
 const (
-	ToolReportBack = "report_back" // the session has a report_to channel
+	ToolReportBack = "report_back" // the session has a report_to channel or a callback URL
 	ToolDispatch   = "dispatch"    // the deployment enables dispatch
 )
 
@@ -60,6 +60,11 @@ func ReportTexts(from Session, summary string, final bool) (posted []string, tur
 		kind = "Final report"
 	}
 	head := fmt.Sprintf("📬 **%s from the team working on:** %s\n%s\n\n", kind, Truncate(oneLine(from.Goal, 300), 300), jump)
+	if from.RequestedByBot != "" {
+		// The bot that asked is woken by its mention (and by nothing else:
+		// the message's allowed_mentions lists only it).
+		head = "<@" + from.RequestedByBot + "> " + head
+	}
 	posted = Split(head+strings.TrimSpace(summary), MaxMessageLen)
 	if len(posted) > maxReplyParts {
 		posted = posted[:maxReplyParts]
@@ -71,17 +76,24 @@ func ReportTexts(from Session, summary string, final bool) (posted []string, tur
 
 var reportBackTool = masterTool{
 	name:    ToolReportBack,
-	offered: func(e decisionEnv) bool { return e.reportTo != "" },
+	offered: func(e decisionEnv) bool { return e.reportTo != "" || e.callback },
 	schema: func(e decisionEnv) Tool {
+		where := "to the system that started this team through callon's API"
+		switch {
+		case e.reportTo != "" && e.callback:
+			where = fmt.Sprintf("to <#%s>, where this team reports, and to the system that started it through callon's API", e.reportTo)
+		case e.reportTo != "":
+			where = fmt.Sprintf("to <#%s>, where this team reports", e.reportTo)
+		}
 		return Tool{
 			Name: ToolReportBack,
-			Description: fmt.Sprintf("Send a report to <#%s>, where this team reports: a self-contained summary of the "+
-				"results the requester needs. It does not end the session or your turn; you may report again later.", e.reportTo),
+			Description: "Send a report " + where + ": a self-contained summary of the " +
+				"results the requester needs. It does not end the session or your turn; you may report again later.",
 			Parameters: schema(object([]string{"summary"}, map[string]any{"summary": map[string]any{"type": "string"}})),
 		}
 	},
 	parse: func(args string, e decisionEnv) (decision, error) {
-		if e.reportTo == "" {
+		if e.reportTo == "" && !e.callback {
 			return decision{}, fmt.Errorf("this team reports nowhere: report_back is not available")
 		}
 		summary, err := textArg(args, "summary", ToolReportBack)

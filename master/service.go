@@ -29,6 +29,9 @@ type SessionStore interface {
 	CheckCaps(ctx context.Context, guildID, ownerID string, caps SessionCaps) error
 	// Access returns a guild's allow lists.
 	Access(ctx context.Context, guildID string) (Access, error)
+	// BotTurns counts the turns a bot started in a guild within the hour,
+	// the teams it started included.
+	BotTurns(ctx context.Context, guildID, botID string) (int, error)
 	// ActiveSession returns the active session of a thread, or ErrNotFound.
 	ActiveSession(ctx context.Context, threadID string) (Session, error)
 	// CatchUpPoints lists every active session with where its thread's
@@ -56,6 +59,15 @@ type ServiceConfig struct {
 	// UserPerMinute bounds the messages one person may send teams of a
 	// guild per minute; beyond it they are refused.
 	UserPerMinute int
+	// TrustedBots are the bots every guild listens to
+	// (CALLON_TRUSTED_BOTS); GuildTrustedBots those of one guild (the
+	// roles file's), by guild id. A guild's admins add more with
+	// /access trust. Every other bot is ignored.
+	TrustedBots      []string
+	GuildTrustedBots map[string][]string
+	// BotPerHour bounds the turns one bot starts in a guild per hour,
+	// in threads and by starting teams (CALLON_REPORT_CAP).
+	BotPerHour int
 }
 
 // Service is the entry point the bot calls with what people do in Discord.
@@ -75,6 +87,13 @@ func NewService(cfg ServiceConfig, store SessionStore, roster func(ctx context.C
 	return &Service{cfg: cfg, store: store, roster: roster}
 }
 
+// caps are the caps on starting a team, the bot's hourly cap included.
+func (s *Service) caps() SessionCaps {
+	c := s.cfg.Caps
+	c.BotPerHour = s.cfg.BotPerHour
+	return c
+}
+
 // Starter is who starts a team, and where: the channel the team lives in
 // (a thread's parent), for the allow lists.
 type Starter struct {
@@ -85,6 +104,8 @@ type Starter struct {
 	// OwnerID is whose team it is, for the caps: the dispatching team's
 	// owner for a dispatched team; "" means UserID.
 	OwnerID string
+	// Bot says UserID is a trusted bot's: its hourly cap applies.
+	Bot bool
 }
 
 // CheckStart says, as an *Error a person may read, why a team may not be
@@ -99,7 +120,49 @@ func (s *Service) CheckStart(ctx context.Context, st Starter) error {
 	if !acc.Allows(AccessStart, st.UserID, st.Roles, st.ChannelID) {
 		return &Error{Code: ENotAllowed, Err: ErrNotAllowed, Message: notAllowedText(AccessStart)}
 	}
+	if st.Bot && s.cfg.BotPerHour > 0 {
+		n, err := s.store.BotTurns(ctx, st.GuildID, st.UserID)
+		if err != nil {
+			return fmt.Errorf("check start: %w", err)
+		}
+		if n >= s.cfg.BotPerHour {
+			return s.botCapped(fmt.Errorf("%d turns within the hour: %w", n, ErrBotCapped))
+		}
+	}
 	return CapRefusal(s.store.CheckCaps(ctx, st.GuildID, cmp.Or(st.OwnerID, st.UserID), s.cfg.Caps))
+}
+
+// botCapped is what a bot's refused start reads (only logged: a bot is
+// never answered when it is refused).
+func (s *Service) botCapped(err error) error {
+	return &Error{Code: ELimit, Err: err,
+		Message: fmt.Sprintf("That bot has sent callon teams %d messages within the hour, the most one bot may.", s.cfg.BotPerHour)}
+}
+
+// Trusts reports whether callon listens to botID in a guild: the
+// deployment's trusted bots, the guild's in the roles file, and those its
+// admins named with /access trust.
+func (s *Service) Trusts(ctx context.Context, guildID, botID string) (bool, error) {
+	if s.trustedByConfig(guildID, botID) {
+		return true, nil
+	}
+	acc, err := s.store.Access(ctx, guildID)
+	if err != nil {
+		return false, fmt.Errorf("trusted bots: %w", err)
+	}
+	return acc.Trusts(botID), nil
+}
+
+// trustedByConfig reports whether the deployment or the roles file trust
+// botID in a guild.
+func (s *Service) trustedByConfig(guildID, botID string) bool {
+	return botID != "" && (slices.Contains(s.cfg.TrustedBots, botID) || slices.Contains(s.cfg.GuildTrustedBots[guildID], botID))
+}
+
+// ConfigTrustedBots lists the bots the deployment and the roles file
+// trust in a guild, for /access show.
+func (s *Service) ConfigTrustedBots(guildID string) []string {
+	return append(slices.Clone(s.cfg.TrustedBots), s.cfg.GuildTrustedBots[guildID]...)
 }
 
 // WithAttachments sets which files of messages are downloaded (the
@@ -140,6 +203,16 @@ type NewSession struct {
 	// Roles picks a subset of the channel's roster by name; nil for all
 	// of it. An unknown name is a *RoleError listing the available ones.
 	Roles []string
+	// RequestedByBot and RequestMessageID are set for a team a trusted
+	// bot started by mentioning callon: its brief's author is that bot,
+	// and the bot's turns per hour are capped.
+	RequestedByBot   string
+	RequestMessageID string
+	// APIKey and CallbackURL are set for a team started through the API:
+	// its idempotency key (ErrKeyUsed when a team has it already) and
+	// where its reports go, besides ReportTo.
+	APIKey      string
+	CallbackURL string
 }
 
 // StartSession creates the team and queues its kickoff message.
@@ -163,9 +236,14 @@ func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Ro
 		GuildID: n.GuildID, ChannelID: n.ChannelID, ThreadID: n.ThreadID,
 		OwnerID: n.OwnerID, Goal: goal, State: SessionActive, ReportTo: n.ReportTo,
 		DispatchedBy: n.DispatchedBy, DispatchedTurn: n.DispatchedTurn, DispatchDepth: n.DispatchDepth,
-	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0), n.Brief, s.cfg.Caps)
+		RequestedByBot: n.RequestedByBot, RequestMessageID: n.RequestMessageID,
+		APIKey: n.APIKey, CallbackURL: n.CallbackURL,
+	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0, n.CallbackURL != ""), n.Brief, s.caps())
 	if errors.Is(err, ErrCapped) {
 		return Session{}, nil, CapRefusal(err)
+	}
+	if errors.Is(err, ErrBotCapped) {
+		return Session{}, nil, s.botCapped(err)
 	}
 	if errors.Is(err, ErrSessionActive) {
 		return Session{}, nil, &Error{Code: EConflict, Err: err,
@@ -177,8 +255,10 @@ func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Ro
 	return sess, roster, nil
 }
 
-// Kickoff is the first message in a team's thread.
-func Kickoff(goal, ownerID string, roster []Role, reportTo string, dispatched bool) string {
+// Kickoff is the first message in a team's thread. callback says the
+// team was started through the API with a callback URL (never shown: it
+// may carry a token).
+func Kickoff(goal, ownerID string, roster []Role, reportTo string, dispatched, callback bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "🚀 **Team assembled** by <@%s>\n**Goal:** %s\n\n**Team**\n", ownerID, Truncate(goal, 600))
 	for _, r := range roster {
@@ -187,8 +267,12 @@ func Kickoff(goal, ownerID string, roster []Role, reportTo string, dispatched bo
 	switch {
 	case dispatched:
 		fmt.Fprintf(&b, "\n📨 Dispatched by the team in <#%s>: it reports back there.\n", reportTo)
+	case reportTo != "" && callback:
+		fmt.Fprintf(&b, "\n📨 Reports to <#%s> and to the API caller that started it.\n", reportTo)
 	case reportTo != "":
 		fmt.Fprintf(&b, "\n📨 Reports to <#%s>.\n", reportTo)
+	case callback:
+		b.WriteString("\n📨 Started through the API: it reports back to the caller.\n")
 	}
 	b.WriteString("\nTalk to the team right here: every message goes to the coordinator, who answers or hands work to the team. `/team` shows who is doing what, `/dissolve` ends the session.")
 	return Truncate(b.String(), MaxMessageLen)
@@ -201,6 +285,9 @@ type Incoming struct {
 	ChannelID string
 	AuthorID  string
 	AuthorBot bool
+	// FromSelf says callon itself wrote the message: it is never a turn,
+	// whatever the trusted bots.
+	FromSelf bool
 	// AuthorRoles are the author's role ids in the guild, for the allow
 	// lists.
 	AuthorRoles []string
@@ -212,14 +299,16 @@ type Incoming struct {
 func (m Incoming) empty() bool { return strings.TrimSpace(m.Content) == "" && len(m.Attachments) == 0 }
 
 // HandleMessage routes a message to its session's master. Messages from
-// bots (this one included), outside session threads, without text or
-// files, or redelivered are ignored. A message the guild's allow lists
+// callon itself, from bots it does not trust, outside session threads,
+// without text or files, or redelivered are ignored. A trusted bot's
+// message is a turn like a person's, marked as a bot's and counted
+// against the bot's hourly cap. A message the guild's allow lists
 // refuse, or beyond the thread's queue or its author's rate, is recorded
 // as a refused turn, never answered; the thread is told once per burst.
 // It returns the message's turn (new, or recorded before), or a zero Turn
 // when the message is not for a team.
 func (s *Service) HandleMessage(ctx context.Context, m Incoming) (Turn, error) {
-	if m.AuthorBot || m.empty() {
+	if m.FromSelf || m.empty() {
 		return Turn{}, nil
 	}
 	sess, err := s.store.ActiveSession(ctx, m.ChannelID)
@@ -232,6 +321,9 @@ func (s *Service) HandleMessage(ctx context.Context, m Incoming) (Turn, error) {
 	acc, err := s.store.Access(ctx, m.GuildID)
 	if err != nil {
 		return Turn{}, fmt.Errorf("access: %w", err)
+	}
+	if m.AuthorBot && !s.trustedByConfig(m.GuildID, m.AuthorID) && !acc.Trusts(m.AuthorID) {
+		return Turn{}, nil
 	}
 	t, err := s.newTurn(ctx, sess.ID, m.GuildID, m.ChannelID, m)
 	if err != nil {
@@ -250,7 +342,7 @@ func (s *Service) HandleMessage(ctx context.Context, m Incoming) (Turn, error) {
 // newTurn is the queued turn of a message: with its files, planned by
 // the attachment policy, and the role it is addressed to, if any.
 func (s *Service) newTurn(ctx context.Context, sessionID int64, guildID, channelID string, m Incoming) (Turn, error) {
-	t := Turn{SessionID: sessionID, MessageID: m.ID, GuildID: guildID, ChannelID: channelID, AuthorID: m.AuthorID,
+	t := Turn{SessionID: sessionID, MessageID: m.ID, GuildID: guildID, ChannelID: channelID, AuthorID: m.AuthorID, AuthorBot: m.AuthorBot,
 		Content: CleanText(m.Content), State: TurnQueued, Attachments: s.attach.Plan(m.Attachments)}
 	if addressCandidate(m.Content) != "" {
 		roster, err := s.store.Roster(ctx, sessionID)
@@ -265,7 +357,11 @@ func (s *Service) newTurn(ctx context.Context, sessionID int64, guildID, channel
 // admission is how a message in a thread is admitted, with what the
 // thread is told, once per burst, when one is not.
 func (s *Service) admission() Admission {
-	a := Admission{MaxOpen: s.cfg.MaxQueued, PerMinute: s.cfg.UserPerMinute, Refused: notAllowedText(AccessTalk)}
+	a := Admission{MaxOpen: s.cfg.MaxQueued, PerMinute: s.cfg.UserPerMinute, BotPerHour: s.cfg.BotPerHour, Refused: notAllowedText(AccessTalk)}
+	if a.BotPerHour > 0 {
+		a.BotCapped = fmt.Sprintf("⏳ A bot may send callon teams at most %d messages an hour; "+
+			"its messages over that will not be answered.", a.BotPerHour)
+	}
 	if a.MaxOpen > 0 {
 		a.QueueFull = fmt.Sprintf("⏳ This team already has %d messages to answer, so it is not taking new ones for now: "+
 			"messages sent until it catches up will not be answered. Please send again what still matters once it has replied.", a.MaxOpen)
@@ -392,7 +488,7 @@ func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, ready time.
 	}
 	recorded, refused := 0, 0
 	for _, m := range msgs {
-		if m.AuthorBot || m.empty() {
+		if m.FromSelf || m.empty() || (m.AuthorBot && !s.trustedByConfig(p.GuildID, m.AuthorID) && !acc.Trusts(m.AuthorID)) {
 			continue
 		}
 		posted := SnowflakeTime(m.ID)
@@ -401,7 +497,7 @@ func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, ready time.
 		}
 		live := posted.After(ready)
 		t := Turn{SessionID: p.SessionID, MessageID: m.ID, GuildID: p.GuildID, ChannelID: p.ThreadID,
-			AuthorID: m.AuthorID, Content: CleanText(m.Content), State: TurnRefused}
+			AuthorID: m.AuthorID, AuthorBot: m.AuthorBot, Content: CleanText(m.Content), State: TurnRefused}
 		if (live || recorded < CatchUpMax) && s.mayTalk(ctx, r, acc, p, m) {
 			if t, err = s.newTurn(ctx, p.SessionID, p.GuildID, p.ThreadID, m); err != nil {
 				return recorded, err
@@ -417,7 +513,7 @@ func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, ready time.
 		}
 		// The thread's queue bounds a catch-up too; its own notice below
 		// says what was left out.
-		turn, created, err := s.store.RecordTurn(ctx, t, Admission{MaxOpen: s.cfg.MaxQueued})
+		turn, created, err := s.store.RecordTurn(ctx, t, Admission{MaxOpen: s.cfg.MaxQueued, BotPerHour: s.cfg.BotPerHour})
 		if err != nil {
 			return recorded, err
 		}

@@ -29,6 +29,7 @@ type decisionEnv struct {
 	mustReply bool
 	round     []Task // the current round's tasks, in the order the master sees them
 	reportTo  string // the session's report_to; report_back is offered when set
+	callback  bool   // the session has a callback URL; report_back is offered too
 	dispatch  bool   // dispatch is offered
 	// attachments are the files of the turn's message; the stored ones
 	// may be handed to tasks by name.

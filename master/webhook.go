@@ -33,6 +33,10 @@ type WebhookEvent struct {
 	// Attempt numbers this delivery, from 1. It is counted when the event
 	// is claimed, so an attempt cut short by a crash still counts.
 	Attempt int
+	// URL is where this event goes when it is not the deployment's
+	// webhook endpoint: the callback URL of a team started through the
+	// API. "" for the endpoint.
+	URL string
 }
 
 // WebhookResult is how one delivery attempt ended.
@@ -62,11 +66,24 @@ type WebhookStore interface {
 	RecordWebhook(ctx context.Context, r WebhookResult) error
 }
 
-// Poster sends an event's body to the webhook endpoint. It returns the
-// HTTP status of the response, or an error when none came.
-type Poster interface {
-	Post(ctx context.Context, ev WebhookEvent) (status int, err error)
+// PostResult is a receiver's answer to one delivery.
+type PostResult struct {
+	Status int // the HTTP status
+	// RetryAfter is the receiver's Retry-After, as a delay; 0 when it
+	// gave none.
+	RetryAfter time.Duration
 }
+
+// Poster sends an event's body to the webhook endpoint (or to the
+// event's URL). It returns the receiver's answer, or an error when none
+// came.
+type Poster interface {
+	Post(ctx context.Context, ev WebhookEvent) (PostResult, error)
+}
+
+// MaxRetryAfter bounds how long a receiver's Retry-After may hold an
+// event back.
+const MaxRetryAfter = time.Hour
 
 // WebhookSenderConfig tunes the webhook sender. Zero values take the
 // defaults, except Retries, where 0 means no retry.
@@ -141,9 +158,9 @@ func (s *WebhookSender) deliver(ctx context.Context, ev WebhookEvent) {
 		r.Failed, r.Error = true, "no attempt left (the last one was interrupted)"
 	} else {
 		pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-		status, err := s.post.Post(pctx, ev)
+		res, err := s.post.Post(pctx, ev)
 		cancel()
-		r = s.judge(ev, status, err)
+		r = s.judge(ev, res, err)
 		if err != nil && ctx.Err() != nil {
 			r = WebhookResult{EventID: ev.ID, Attempt: ev.Attempt, Interrupted: true}
 		}
@@ -177,8 +194,10 @@ func (s *WebhookSender) deliver(ctx context.Context, ev WebhookEvent) {
 // judge turns a POST's outcome into a result: delivered on 2xx; retried
 // after a network error, 408, 429 or 5xx while retries remain; otherwise
 // given up (any other status, redirects included, is the receiver saying
-// no, and asking again would not change its mind).
-func (s *WebhookSender) judge(ev WebhookEvent, status int, err error) WebhookResult {
+// no, and asking again would not change its mind). A retry waits at
+// least the receiver's Retry-After, up to MaxRetryAfter.
+func (s *WebhookSender) judge(ev WebhookEvent, res PostResult, err error) WebhookResult {
+	status := res.Status
 	r := WebhookResult{EventID: ev.ID, Attempt: ev.Attempt, Status: status}
 	retryable := true
 	switch {
@@ -195,7 +214,7 @@ func (s *WebhookSender) judge(ev WebhookEvent, status int, err error) WebhookRes
 		r.Failed = true
 		return r
 	}
-	r.RetryIn = Backoff(ev.Attempt, s.cfg.RetryBase, s.cfg.RetryMax)
+	r.RetryIn = max(Backoff(ev.Attempt, s.cfg.RetryBase, s.cfg.RetryMax), min(res.RetryAfter, MaxRetryAfter))
 	return r
 }
 

@@ -25,7 +25,10 @@ func (f *fakeWebhookStore) RecordWebhook(_ context.Context, r WebhookResult) err
 
 type posterFunc func(ctx context.Context, ev WebhookEvent) (int, error)
 
-func (p posterFunc) Post(ctx context.Context, ev WebhookEvent) (int, error) { return p(ctx, ev) }
+func (p posterFunc) Post(ctx context.Context, ev WebhookEvent) (PostResult, error) {
+	status, err := p(ctx, ev)
+	return PostResult{Status: status}, err
+}
 
 func TestWebhookJudge(t *testing.T) {
 	t.Parallel()
@@ -52,7 +55,7 @@ func TestWebhookJudge(t *testing.T) {
 		{"network error with no retry left", 3, 0, errors.New("timeout"), false, true},
 	}
 	for _, c := range cases {
-		r := s.judge(WebhookEvent{ID: 7, Attempt: c.attempt}, c.status, c.err)
+		r := s.judge(WebhookEvent{ID: 7, Attempt: c.attempt}, PostResult{Status: c.status}, c.err)
 		if r.Delivered != c.delivered || r.Failed != c.failed || r.EventID != 7 || r.Attempt != c.attempt || r.Status != c.status {
 			t.Errorf("%s: got %+v, want delivered %v failed %v", c.name, r, c.delivered, c.failed)
 		}
@@ -62,6 +65,34 @@ func TestWebhookJudge(t *testing.T) {
 		if !c.delivered && r.Error == "" {
 			t.Errorf("%s: no error recorded", c.name)
 		}
+	}
+}
+
+func TestWebhookJudgeHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
+	s := NewWebhookSender(WebhookSenderConfig{Retries: 5}, nil, nil, slog.New(slog.DiscardHandler))
+	cases := []struct {
+		name       string
+		status     int
+		retryAfter time.Duration
+		atLeast    time.Duration
+		atMost     time.Duration
+	}{
+		{"429 with Retry-After: 120", 429, 2 * time.Minute, 2 * time.Minute, 2 * time.Minute},
+		{"503 with Retry-After: 30", 503, 30 * time.Second, 30 * time.Second, 30 * time.Second},
+		{"a day is bounded to an hour", 503, 24 * time.Hour, MaxRetryAfter, MaxRetryAfter},
+		{"shorter than the backoff: the backoff", 500, time.Millisecond, 500 * time.Millisecond, time.Second},
+		{"none: the backoff", 500, 0, 500 * time.Millisecond, time.Second},
+	}
+	for _, c := range cases {
+		r := s.judge(WebhookEvent{ID: 7, Attempt: 1}, PostResult{Status: c.status, RetryAfter: c.retryAfter}, nil)
+		if r.Delivered || r.Failed || r.RetryIn < c.atLeast || r.RetryIn > c.atMost {
+			t.Errorf("%s: got %+v, want a retry in [%v, %v]", c.name, r, c.atLeast, c.atMost)
+		}
+	}
+	// A permanent answer stays permanent whatever it says.
+	if r := s.judge(WebhookEvent{ID: 7, Attempt: 1}, PostResult{Status: 400, RetryAfter: time.Minute}, nil); !r.Failed {
+		t.Errorf("400 with Retry-After: %+v, want given up", r)
 	}
 }
 

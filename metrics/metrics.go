@@ -63,6 +63,7 @@ type Registry struct {
 	outboxSends   *prometheus.CounterVec
 	outboxLatency *prometheus.HistogramVec
 	webhooks      *prometheus.CounterVec
+	apiRequests   *prometheus.CounterVec
 	limits        *prometheus.CounterVec
 	discordCalls  *prometheus.CounterVec
 	discord429s   *prometheus.CounterVec
@@ -110,6 +111,8 @@ func New(cfg Config) *Registry {
 			[]float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600}, "kind"),
 		webhooks: f.counterVec("callon_webhook_deliveries_total",
 			"Webhook delivery attempts, by result: delivered, retry, failed, interrupted.", "result"),
+		apiRequests: f.counterVec("callon_api_requests_total",
+			"Requests to the inbound API, by endpoint (dispatch, message, session, other) and code: ok, or the error's code.", "endpoint", "code"),
 		limits: f.counterVec("callon_limits_hit_total",
 			"Limits that refused or cut work short, by limit.", "limit"),
 		discordCalls: f.counterVec("callon_discord_requests_total",
@@ -163,6 +166,11 @@ func (r *Registry) OutboxDelivered(kind master.OutKind, result string, took time
 	if result == "sent" {
 		r.outboxLatency.WithLabelValues(string(kind)).Observe(took.Seconds())
 	}
+}
+
+// APIRequest implements api.Metrics.
+func (r *Registry) APIRequest(endpoint, code string) {
+	r.apiRequests.WithLabelValues(endpoint, code).Inc()
 }
 
 // WebhookDelivered implements master.Metrics.

@@ -172,6 +172,7 @@ func TestDomainCountersMove(t *testing.T) {
 	r.OutboxDelivered(master.OutReply, "sent", 200*time.Millisecond)
 	r.OutboxDelivered(master.OutReply, "retry", 0)
 	r.WebhookDelivered("delivered")
+	r.APIRequest("dispatch", "ok")
 	r.LimitHit(master.LimitRounds)
 	r.DiscordRequest("POST /channels/{id}/messages", 200)
 	r.DiscordRequest("POST /channels/{id}/messages", 429)
@@ -189,6 +190,7 @@ func TestDomainCountersMove(t *testing.T) {
 		`callon_outbox_deliveries_total{kind="reply",result="retry"} 1`,
 		`callon_outbox_delivery_seconds_count{kind="reply"} 1`,
 		`callon_webhook_deliveries_total{result="delivered"} 1`,
+		`callon_api_requests_total{code="ok",endpoint="dispatch"} 1`,
 		`callon_limits_hit_total{limit="rounds"} 1`,
 		`callon_discord_requests_total{route="POST /channels/{id}/messages",status="2xx"} 1`,
 		`callon_discord_requests_total{route="POST /channels/{id}/messages",status="429"} 1`,

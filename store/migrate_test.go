@@ -11,7 +11,7 @@ import (
 )
 
 // wantVersions is every migration the binary embeds.
-const wantVersions = 9
+const wantVersions = 11
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()

@@ -40,7 +40,8 @@ func (s *Store) ClaimOutbox(ctx context.Context, owner string, n int, lease time
 		       maybe_sent_at = coalesce(o.maybe_sent_at, now())
 		FROM before WHERE o.id = before.id
 		RETURNING o.id, coalesce(o.session_id, 0), coalesce(o.turn_id, 0), o.kind, o.channel_id,
-		          coalesce(o.reply_to, ''), o.content, o.buttons, o.part, o.nonce, o.attempts, o.created_at, before.maybe_sent_at`, n, lease, owner)
+		          coalesce(o.reply_to, ''), coalesce(o.mention, ''), o.content, o.buttons, o.part, o.nonce, o.attempts, o.created_at,
+		          before.maybe_sent_at`, n, lease, owner)
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
 	}
@@ -48,7 +49,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, owner string, n int, lease time
 		var m master.OutMessage
 		var maybe *time.Time
 		var buttons []byte
-		err := r.Scan(&m.ID, &m.SessionID, &m.TurnID, &m.Kind, &m.ChannelID, &m.ReplyTo, &m.Content, &buttons, &m.Part, &m.Nonce,
+		err := r.Scan(&m.ID, &m.SessionID, &m.TurnID, &m.Kind, &m.ChannelID, &m.ReplyTo, &m.Mention, &m.Content, &buttons, &m.Part, &m.Nonce,
 			&m.Attempts, &m.CreatedAt, &maybe)
 		if err != nil {
 			return m, err
@@ -146,11 +147,15 @@ func queueNotice(ctx context.Context, tx pgx.Tx, sessionID int64, kind master.Ou
 
 // postParts queues a message that belongs to no turn, part by part, with
 // nonces made from prefix.
-func postParts(ctx context.Context, tx pgx.Tx, sessionID int64, channelID, prefix string, parts []string) error {
+func postParts(ctx context.Context, tx pgx.Tx, sessionID int64, channelID, prefix string, parts []string, replyTo, mention string) error {
 	parts = cleanAll(parts)
 	for i, p := range parts {
-		if _, err := tx.Exec(ctx, `INSERT INTO outbox (session_id, kind, channel_id, content, part, nonce)
-			VALUES ($1, 'report', $2, $3, $4, $5)`, sessionID, channelID, p, i, fmt.Sprintf("%sp%d", prefix, i)); err != nil {
+		if i > 0 {
+			replyTo, mention = "", ""
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO outbox (session_id, kind, channel_id, content, part, nonce, reply_to, mention)
+			VALUES ($1, 'report', $2, $3, $4, $5, nullif($6, ''), nullif($7, ''))`,
+			sessionID, channelID, p, i, fmt.Sprintf("%sp%d", prefix, i), replyTo, mention); err != nil {
 			return fmt.Errorf("post report: %w", err)
 		}
 	}

@@ -29,7 +29,7 @@ func (s *Store) ReportBack(ctx context.Context, g master.Guard, r master.NewRepo
 	if err != nil {
 		return master.Report{}, fmt.Errorf("report back: %w", err)
 	}
-	if from.ReportTo == "" {
+	if from.ReportTo == "" && from.CallbackURL == "" {
 		return master.Report{}, errors.New("report back: the session reports nowhere")
 	}
 	if turn.ReportID != 0 {
@@ -74,20 +74,26 @@ func (s *Store) deliverReport(ctx context.Context, tx pgx.Tx, from master.Sessio
 		}
 	}
 	var to master.Session
-	to, err := scanSession(tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s
-		WHERE s.thread_id = $1 AND s.state = 'active' AND s.id <> $2 FOR SHARE`, from.ReportTo, from.ID))
-	inject := err == nil
-	if err != nil && !errors.Is(err, master.ErrNotFound) {
-		return master.Report{}, err
-	}
+	inject := false
 	rep := master.Report{Delivery: "posted"}
+	if from.ReportTo == "" { // the callback alone receives it
+		rep.Delivery = "callback"
+	} else {
+		var err error
+		to, err = scanSession(tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s
+			WHERE s.thread_id = $1 AND s.state = 'active' AND s.id <> $2 FOR SHARE`, from.ReportTo, from.ID))
+		inject = err == nil
+		if err != nil && !errors.Is(err, master.ErrNotFound) {
+			return master.Report{}, err
+		}
+	}
 	var toSession *int64
 	if inject {
 		rep.Delivery, rep.ToSession, toSession = "injected", to.ID, &to.ID
 	}
 	// One report per turn: a turn run again after a crash finds its
 	// report made.
-	err = tx.QueryRow(ctx, `
+	err := tx.QueryRow(ctx, `
 		INSERT INTO reports (from_session, from_turn, to_channel, summary, final, delivery, to_session)
 		VALUES ($1, nullif($2, 0), $3, $4, $5, $6, $7)
 		ON CONFLICT (from_turn) WHERE from_turn IS NOT NULL DO NOTHING
@@ -113,14 +119,25 @@ func (s *Store) deliverReport(ctx context.Context, tx pgx.Tx, from master.Sessio
 		if _, err := addSignal(ctx, tx, to.ID, 0, master.SignalReport, in); err != nil {
 			return master.Report{}, err
 		}
-	} else if err := postParts(ctx, tx, from.ID, from.ReportTo, fmt.Sprintf("r%d", rep.ID), r.Posted); err != nil {
-		return master.Report{}, err
+	} else if rep.Delivery == "posted" {
+		// A team a trusted bot started wakes that bot: the report mentions
+		// it, and replies to its request when it lands where the bot asked.
+		var replyTo string
+		if from.RequestedByBot != "" && from.ReportTo == from.ChannelID {
+			replyTo = from.RequestMessageID
+		}
+		if err := postParts(ctx, tx, from.ID, from.ReportTo, fmt.Sprintf("r%d", rep.ID), r.Posted, replyTo, from.RequestedByBot); err != nil {
+			return master.Report{}, err
+		}
 	}
 	out, _ := marshalJSON(payload)
 	if _, err := addSignal(ctx, tx, from.ID, 0, master.SignalReport, out); err != nil {
 		return master.Report{}, err
 	}
 	if err := s.enqueueWebhook(ctx, tx, from.ID, master.WebhookSessionReported, master.ReportedData(from, rep, r)); err != nil {
+		return master.Report{}, err
+	}
+	if err := enqueueCallback(ctx, tx, from, master.WebhookSessionReported, master.ReportedData(from, rep, r)); err != nil {
 		return master.Report{}, err
 	}
 	return rep, nil

@@ -14,13 +14,15 @@ import (
 
 const sessionColumns = `s.id, s.guild_id, s.channel_id, s.thread_id, s.owner_id, s.goal, s.state,
 	coalesce(s.report_to, ''), coalesce(s.dispatched_by, 0), s.dispatch_depth,
-	s.prompt_tokens, s.completion_tokens, s.created_at, s.ended_at`
+	coalesce(s.api_key, ''), coalesce(s.callback_url, ''), s.prompt_tokens, s.completion_tokens, s.created_at, s.ended_at,
+	coalesce(s.requested_by_bot, ''), coalesce(s.request_message_id, '')`
 
 func scanSession(row pgx.Row) (master.Session, error) {
 	var s master.Session
 	var ended *time.Time
 	err := row.Scan(&s.ID, &s.GuildID, &s.ChannelID, &s.ThreadID, &s.OwnerID, &s.Goal, &s.State,
-		&s.ReportTo, &s.DispatchedBy, &s.DispatchDepth, &s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.CreatedAt, &ended)
+		&s.ReportTo, &s.DispatchedBy, &s.DispatchDepth, &s.APIKey, &s.CallbackURL, &s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.CreatedAt, &ended,
+		&s.RequestedByBot, &s.RequestMessageID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Session{}, master.ErrNotFound
 	}
@@ -51,15 +53,29 @@ func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []
 			return master.Session{}, err
 		}
 	}
+	if sess.RequestedByBot != "" && caps.BotPerHour > 0 {
+		n, err := botTurns(ctx, tx, sess.GuildID, sess.RequestedByBot)
+		if err != nil {
+			return master.Session{}, fmt.Errorf("start session: %w", err)
+		}
+		if n >= caps.BotPerHour {
+			return master.Session{}, fmt.Errorf("%d turns within the hour: %w", n, master.ErrBotCapped)
+		}
+	}
 	created, err := scanSession(tx.QueryRow(ctx, `
-		INSERT INTO sessions AS s (guild_id, channel_id, thread_id, owner_id, goal, report_to, dispatched_by, dispatch_depth, dispatched_turn)
-		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8, nullif($9, 0))
+		INSERT INTO sessions AS s (guild_id, channel_id, thread_id, owner_id, goal, report_to, dispatched_by, dispatch_depth, dispatched_turn,
+		                           requested_by_bot, request_message_id, api_key, callback_url)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8, nullif($9, 0), nullif($10, ''), nullif($11, ''), nullif($12, ''), nullif($13, ''))
 		RETURNING `+sessionColumns,
-		sess.GuildID, sess.ChannelID, sess.ThreadID, sess.OwnerID, sess.Goal, sess.ReportTo, sess.DispatchedBy, sess.DispatchDepth, sess.DispatchedTurn))
+		sess.GuildID, sess.ChannelID, sess.ThreadID, sess.OwnerID, sess.Goal, sess.ReportTo, sess.DispatchedBy, sess.DispatchDepth, sess.DispatchedTurn,
+		sess.RequestedByBot, sess.RequestMessageID, sess.APIKey, sess.CallbackURL))
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "sessions_active_thread_key" {
 			return master.Session{}, master.ErrSessionActive
+		}
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "sessions_api_key_key" {
+			return master.Session{}, master.ErrKeyUsed
 		}
 		return master.Session{}, fmt.Errorf("start session: %w", err)
 	}
@@ -79,10 +95,12 @@ func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []
 	}
 	if brief != "" {
 		// The team's first turn: no Discord message, keyed by the session.
+		// A trusted bot's request is that bot's turn (its hourly cap
+		// counts it); a dispatch's has no author.
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO turns (session_id, message_id, guild_id, channel_id, author_id, content)
-			VALUES ($1, $2, $3, $4, '', $5)`,
-			created.ID, fmt.Sprintf("brief:%d", created.ID), created.GuildID, created.ThreadID, brief); err != nil {
+			INSERT INTO turns (session_id, message_id, guild_id, channel_id, author_id, content, author_bot)
+			VALUES ($1, $2, $3, $4, $5, $6, $5 <> '')`,
+			created.ID, fmt.Sprintf("brief:%d", created.ID), created.GuildID, created.ThreadID, created.RequestedByBot, brief); err != nil {
 			return master.Session{}, fmt.Errorf("start session: brief: %w", err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,7 +14,7 @@ import (
 
 const turnColumns = `u.id, u.session_id, u.message_id, u.guild_id, u.channel_id, u.author_id, u.content,
 	u.state, u.round, coalesce(u.status_message_id, ''), coalesce(u.reply_message_id, ''), u.created_at, u.updated_at,
-	coalesce(u.report_id, 0), u.master_failures, u.not_before, u.master_calls, coalesce(u.addressed_to, '')`
+	coalesce(u.report_id, 0), u.master_failures, u.not_before, u.master_calls, coalesce(u.addressed_to, ''), u.author_bot`
 
 // scanTurn reads one row of turnColumns followed by extra columns.
 func scanTurn(row pgx.Row, extra ...any) (master.Turn, error) {
@@ -21,7 +22,7 @@ func scanTurn(row pgx.Row, extra ...any) (master.Turn, error) {
 	var notBefore *time.Time
 	dest := append([]any{&t.ID, &t.SessionID, &t.MessageID, &t.GuildID, &t.ChannelID, &t.AuthorID, &t.Content,
 		&t.State, &t.Round, &t.StatusMessageID, &t.ReplyMessageID, &t.CreatedAt, &t.UpdatedAt, &t.ReportID,
-		&t.MasterFailures, &notBefore, &t.MasterCalls, &t.AddressedTo}, extra...)
+		&t.MasterFailures, &notBefore, &t.MasterCalls, &t.AddressedTo, &t.AuthorBot}, extra...)
 	err := row.Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Turn{}, master.ErrNotFound
@@ -77,18 +78,18 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 	if !errors.Is(err, master.ErrNotFound) {
 		return master.Turn{}, false, fmt.Errorf("record turn: existing: %w", err)
 	}
-	if state == master.TurnQueued && (a.MaxOpen > 0 || a.PerMinute > 0) {
+	if state == master.TurnQueued && (a.MaxOpen > 0 || a.PerMinute > 0 || (t.AuthorBot && a.BotPerHour > 0)) {
 		if state, notice, err = admit(ctx, tx, t, a); err != nil {
 			return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
 		}
 	}
 	key := turnSortKey(t.MessageID)
 	turn, err := scanTurn(tx.QueryRow(ctx, `
-		INSERT INTO turns AS u (session_id, message_id, guild_id, channel_id, author_id, content, sort_key, state, addressed_to)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nullif($9, ''))
+		INSERT INTO turns AS u (session_id, message_id, guild_id, channel_id, author_id, content, sort_key, state, addressed_to, author_bot)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nullif($9, ''), $10)
 		ON CONFLICT (message_id) DO NOTHING
 		RETURNING `+turnColumns,
-		t.SessionID, t.MessageID, t.GuildID, t.ChannelID, t.AuthorID, master.CleanText(t.Content), key, state, t.AddressedTo))
+		t.SessionID, t.MessageID, t.GuildID, t.ChannelID, t.AuthorID, master.CleanText(t.Content), key, state, t.AddressedTo, t.AuthorBot))
 	if errors.Is(err, master.ErrNotFound) {
 		turn, err = scanTurn(tx.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns u WHERE u.message_id = $1`, t.MessageID))
 		if err != nil {
@@ -107,6 +108,11 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 	}
 	if err := insertAttachments(ctx, tx, turn, t.Attachments); err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
+	}
+	if t.Echo != "" {
+		if err := queueNotice(ctx, tx, t.SessionID, master.OutNotice, turn.ChannelID, t.Echo); err != nil {
+			return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
+		}
 	}
 	answered := false
 	if len(t.Attachments) == 0 {
@@ -150,7 +156,46 @@ func admit(ctx context.Context, tx pgx.Tx, t master.Turn, a master.Admission) (m
 	case a.PerMinute > 0 && t.AuthorID != "" && recent >= a.PerMinute:
 		return master.TurnRefused, a.RateLimited, nil
 	}
+	if t.AuthorBot && a.BotPerHour > 0 {
+		n, err := botTurns(ctx, tx, t.GuildID, t.AuthorID)
+		if err != nil {
+			return "", "", fmt.Errorf("admit: %w", err)
+		}
+		if n >= a.BotPerHour {
+			return master.TurnRefused, a.BotCapped, nil
+		}
+	}
 	return master.TurnQueued, "", nil
+}
+
+// BotTurns counts the turns a bot started in a guild within the last
+// hour: its messages in team threads and the teams it started (refused
+// ones left out). A check before work; admission counts again, locked.
+func (s *Store) BotTurns(ctx context.Context, guildID, botID string) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, botTurnsSQL, guildID, botID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("bot turns: %w", err)
+	}
+	return n, nil
+}
+
+const botTurnsSQL = `SELECT count(*) FROM turns WHERE guild_id = $1 AND author_id = $2 AND author_bot
+	AND created_at > now() - interval '1 hour' AND state <> 'refused'`
+
+// botTurns counts, under a lock per guild and bot held until tx ends,
+// the turns a bot started in a guild within the last hour: its messages
+// in team threads and the teams it started. So messages recorded at once
+// in different threads cannot exceed the cap together. The lock is taken
+// after any other: no cycle.
+func botTurns(ctx context.Context, tx pgx.Tx, guildID, botID string) (int, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('bot/' || $1 || '/' || $2, 0))`, guildID, botID); err != nil {
+		return 0, fmt.Errorf("lock bot: %w", err)
+	}
+	var n int
+	if err := tx.QueryRow(ctx, botTurnsSQL, guildID, botID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count bot turns: %w", err)
+	}
+	return n, nil
 }
 
 // lockSessionTurns serialises, until tx ends, the admission of a
@@ -276,11 +321,11 @@ func (s *Store) OpenTurn(ctx context.Context, sessionID int64) (master.Turn, err
 // turn and its tasks no longer change, so they need no common snapshot.
 func (s *Store) History(ctx context.Context, sessionID, beforeID int64, limit int) ([]master.Exchange, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT u.id, u.author_id, u.content,
+		SELECT u.id, u.author_id, u.author_bot, u.content,
 		       coalesce((SELECT string_agg(o.content, E'\n' ORDER BY o.part) FROM outbox o
 		                 WHERE o.turn_id = u.id AND o.kind = last.kind AND o.seq = last.seq), ''),
 		       coalesce(last.kind = 'question', false)
-		FROM (SELECT id, author_id, content, sort_key FROM turns
+		FROM (SELECT id, author_id, author_bot, content, sort_key FROM turns
 		      WHERE session_id = $1 AND state = 'done'
 		        AND sort_key < (SELECT sort_key FROM turns WHERE id = $2)
 		      ORDER BY sort_key DESC, id DESC LIMIT $3) u
@@ -295,7 +340,7 @@ func (s *Store) History(ctx context.Context, sessionID, beforeID int64, limit in
 	}
 	history, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Exchange, error) {
 		var e master.Exchange
-		err := r.Scan(&e.TurnID, &e.AuthorID, &e.Message, &e.Answer, &e.Asked)
+		err := r.Scan(&e.TurnID, &e.AuthorID, &e.AuthorBot, &e.Message, &e.Answer, &e.Asked)
 		return e, err
 	})
 	if err != nil {
@@ -403,7 +448,9 @@ func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind maste
 		nonces[i] = outNonce(turn.ID, kind, seq, i)
 		contents[i] = master.CleanText(p)
 	}
-	if turn.AuthorID != "" && n > 0 { // a report's or a brief's turn has no message to reply to
+	// A report's, a brief's or an API message's turn has no Discord
+	// message to reply to.
+	if turn.AuthorID != "" && !strings.HasPrefix(turn.MessageID, master.APIMessagePrefix) && n > 0 {
 		replyTo[0] = turn.MessageID
 	}
 	if _, err := tx.Exec(ctx, `

@@ -23,6 +23,21 @@ func (s *Store) enqueueWebhook(ctx context.Context, tx pgx.Tx, sessionID int64, 
 	if !s.webhooks.Load() {
 		return nil
 	}
+	return enqueueEvent(ctx, tx, sessionID, kind, data, "")
+}
+
+// enqueueCallback writes an event about sessionID for its callback URL
+// within tx (whether or not the deployment's webhooks are enabled), when
+// the session has one.
+func enqueueCallback(ctx context.Context, tx pgx.Tx, sess master.Session, kind master.WebhookEventKind, data any) error {
+	if sess.CallbackURL == "" {
+		return nil
+	}
+	return enqueueEvent(ctx, tx, sess.ID, kind, data, sess.CallbackURL)
+}
+
+// enqueueEvent writes an event for url ("" for CALLON_WEBHOOK_URL).
+func enqueueEvent(ctx context.Context, tx pgx.Tx, sessionID int64, kind master.WebhookEventKind, data any, url string) error {
 	var sess master.Session
 	var at time.Time
 	if err := tx.QueryRow(ctx, `SELECT id, guild_id, channel_id, thread_id, now() FROM sessions WHERE id = $1`, sessionID).
@@ -36,10 +51,10 @@ func (s *Store) enqueueWebhook(ctx context.Context, tx pgx.Tx, sessionID int64, 
 	// The body carries the event's own id: take it from the sequence first.
 	if _, err := tx.Exec(ctx, `
 		WITH next AS (SELECT nextval(pg_get_serial_sequence('webhook_events', 'id')) AS id)
-		INSERT INTO webhook_events (id, session_id, event, payload)
+		INSERT INTO webhook_events (id, session_id, event, payload, url)
 		OVERRIDING SYSTEM VALUE
-		SELECT next.id, $1, $2, jsonb_set($3::jsonb, '{id}', to_jsonb(next.id)) FROM next`,
-		sessionID, kind, body); err != nil {
+		SELECT next.id, $1, $2, jsonb_set($3::jsonb, '{id}', to_jsonb(next.id)), nullif($4, '') FROM next`,
+		sessionID, kind, body, url); err != nil {
 		return fmt.Errorf("webhook %s: %w", kind, err)
 	}
 	return nil
@@ -86,13 +101,13 @@ func (s *Store) ClaimWebhooks(ctx context.Context, n int, lease time.Duration) (
 		)
 		UPDATE webhook_events w SET attempts = w.attempts + 1, next_attempt_at = now() + $2::interval
 		FROM claim WHERE w.id = claim.id
-		RETURNING w.id, w.session_id, w.event, w.payload, w.attempts`, n, lease)
+		RETURNING w.id, w.session_id, w.event, w.payload, w.attempts, coalesce(w.url, '')`, n, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim webhooks: %w", err)
 	}
 	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.WebhookEvent, error) {
 		var ev master.WebhookEvent
-		err := r.Scan(&ev.ID, &ev.SessionID, &ev.Kind, &ev.Body, &ev.Attempt)
+		err := r.Scan(&ev.ID, &ev.SessionID, &ev.Kind, &ev.Body, &ev.Attempt, &ev.URL)
 		return ev, err
 	})
 	if err != nil {

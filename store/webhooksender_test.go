@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/callonbot/callon/master"
 	"github.com/callonbot/callon/webhook"
@@ -72,8 +73,11 @@ func checkSigned(t *testing.T, d delivery, event string) {
 	if got := d.header.Get("X-Callon-Signature"); got != want {
 		t.Errorf("X-Callon-Signature = %q, want %q", got, want)
 	}
-	if !webhook.Verify(secret, d.body, d.header.Get("X-Callon-Signature")) || webhook.Verify("other", d.body, want) {
-		t.Error("Verify disagrees with the HMAC")
+	if !webhook.VerifyLegacy(secret, d.body, d.header.Get("X-Callon-Signature")) || webhook.VerifyLegacy("other", d.body, want) {
+		t.Error("VerifyLegacy disagrees with the HMAC")
+	}
+	if id, err := webhook.Verify(secret, d.header, d.body, time.Now()); err != nil || id != d.header.Get("X-Callon-Delivery") {
+		t.Errorf("Verify = %q, %v; want the delivery's id", id, err)
 	}
 	var env struct {
 		ID    int64  `json:"id"`
@@ -257,5 +261,37 @@ func TestSenderTakesA400AsPermanent(t *testing.T) {
 	}
 	if h := w.hooks(s.ID); len(h) != 1 || h[0]["status"] != 400.0 || h[0]["failed"] != true {
 		t.Errorf("WEBHOOK signals = %v, want one permanent failure", h)
+	}
+}
+
+// A receiver's Retry-After holds the event back that long (bounded to
+// an hour), however short the backoff would be.
+func TestSenderHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		retryAfter string
+		want       time.Duration
+	}{{"600", 10 * time.Minute}, {"86400", master.MaxRetryAfter}} {
+		w := setup(t)
+		w.store.EnableWebhooks(true)
+		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+			rw.Header().Set("Retry-After", c.retryAfter)
+			rw.WriteHeader(http.StatusServiceUnavailable)
+		}))
+		t.Cleanup(srv.Close)
+		sender := master.NewWebhookSender(master.WebhookSenderConfig{Retries: 5}, w.store,
+			webhook.New(srv.URL, secret, "callon/test", nil), slog.New(slog.DiscardHandler))
+		w.startSession()
+		if _, err := sender.Flush(w.ctx); err != nil {
+			t.Fatal(err)
+		}
+		var state string
+		var wait time.Duration
+		if err := w.pool.QueryRow(w.ctx, `SELECT state, next_attempt_at - now() FROM webhook_events`).Scan(&state, &wait); err != nil {
+			t.Fatal(err)
+		}
+		if state != "pending" || wait < c.want-time.Minute || wait > c.want {
+			t.Errorf("Retry-After %s: event %s, due in %v; want pending, due in about %v", c.retryAfter, state, wait, c.want)
+		}
 	}
 }

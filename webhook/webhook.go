@@ -1,22 +1,22 @@
-// Package webhook posts callon's webhook events to an outside dispatcher
-// over plain net/http, signed with HMAC-SHA256. It owns the wire format of
-// a delivery (headers and signature); what to send and when to retry is
-// master's WebhookSender's business.
+// Package webhook posts callon's webhook events over plain net/http and
+// owns the signing scheme of callon's HTTP traffic both ways: outbound
+// events and the inbound API's requests are signed the Standard Webhooks
+// way (webhook-id, webhook-timestamp, webhook-signature), and outbound
+// events also carry the older X-Callon-Signature for a deprecation
+// period. What to send and when to retry is master's WebhookSender's
+// business.
 package webhook
 
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
+	"time"
 
 	"github.com/callonbot/callon/master"
 )
@@ -25,6 +25,10 @@ import (
 const (
 	// HeaderSignature is "sha256=" and the hex HMAC-SHA256 of the body
 	// keyed with the shared secret.
+	//
+	// Deprecated: it signs the body only, so a recorded delivery can be
+	// replayed; check webhook-signature (Verify) instead. It is sent
+	// until callon 2.0.
 	HeaderSignature = "X-Callon-Signature"
 	// HeaderEvent is the event's kind, e.g. "session.started".
 	HeaderEvent = "X-Callon-Event"
@@ -39,6 +43,7 @@ type Poster struct {
 	secret    string
 	userAgent string
 	client    *http.Client
+	now       func() time.Time
 }
 
 var _ master.Poster = (*Poster)(nil)
@@ -47,6 +52,8 @@ var _ master.Poster = (*Poster)(nil)
 // sent as the User-Agent, e.g. "callon/1.2.0". A nil client means a
 // client of its own; either way, redirects are not followed: a webhook
 // endpoint that moved is a configuration error to show, not to guess at.
+// An event with a URL of its own (a callback) goes there instead of to
+// endpoint.
 func New(endpoint, secret, userAgent string, client *http.Client) *Poster {
 	c := &http.Client{}
 	if client != nil {
@@ -54,48 +61,66 @@ func New(endpoint, secret, userAgent string, client *http.Client) *Poster {
 		c = &cc
 	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Poster{url: endpoint, secret: secret, userAgent: userAgent, client: c}
+	return &Poster{url: endpoint, secret: secret, userAgent: userAgent, client: c, now: time.Now}
 }
 
-// Sign returns the X-Callon-Signature value of body under secret.
-func Sign(secret string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-// Verify reports whether signature (an X-Callon-Signature value) is
-// body's under secret, in constant time. For receivers written in Go.
-func Verify(secret string, body []byte, signature string) bool {
-	return hmac.Equal([]byte(Sign(secret, body)), []byte(strings.TrimSpace(signature)))
+// WithClock makes p stamp deliveries with now's time instead of the
+// wall clock's, and read Retry-After dates against it; for tests.
+func (p *Poster) WithClock(now func() time.Time) *Poster {
+	p.now = now
+	return p
 }
 
 // maxResponse bounds the response body read (and discarded) so the
 // connection can be reused.
 const maxResponse = 64 << 10
 
-// Post sends ev's body, signed, and returns the response's status. The
-// error, when no response came, never contains the URL: it may carry a
-// token in its query or userinfo.
-func (p *Poster) Post(ctx context.Context, ev master.WebhookEvent) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(ev.Body))
-	if err != nil {
-		return 0, errors.New("webhook: cannot build the request (URL not shown)")
+// Post sends ev's body, signed, and returns the response's status and
+// Retry-After. The error, when no response came, never contains the
+// URL: it may carry a token in its query or userinfo.
+func (p *Poster) Post(ctx context.Context, ev master.WebhookEvent) (master.PostResult, error) {
+	target := p.url
+	if ev.URL != "" {
+		target = ev.URL
 	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(ev.Body))
+	if err != nil {
+		return master.PostResult{}, errors.New("webhook: cannot build the request (URL not shown)")
+	}
+	id := strconv.FormatInt(ev.ID, 10)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", p.userAgent)
 	req.Header.Set(HeaderEvent, string(ev.Kind))
-	req.Header.Set(HeaderDelivery, strconv.FormatInt(ev.ID, 10))
+	req.Header.Set(HeaderDelivery, id)
 	req.Header.Set(HeaderSignature, Sign(p.secret, ev.Body))
+	SignRequest(req.Header, p.secret, id, p.now(), ev.Body)
 	resp, err := p.client.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // the same error without the URL
 		}
-		return 0, fmt.Errorf("webhook: %w", err)
+		return master.PostResult{}, fmt.Errorf("webhook: %w", err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	resp.Body.Close()
-	return resp.StatusCode, nil
+	return master.PostResult{Status: resp.StatusCode, RetryAfter: RetryAfter(resp.Header.Get("Retry-After"), p.now())}, nil
+}
+
+// RetryAfter reads a Retry-After value, delay-seconds or an HTTP date,
+// as a duration from now; 0 when it is absent, unreadable or past.
+func RetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration(min(n, int64(365*24*time.Hour/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }

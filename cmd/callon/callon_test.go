@@ -101,23 +101,20 @@ func TestStatusMessageWhileTeamWorks(t *testing.T) {
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	thread := w.team("Visible work")
 	msg := w.say(thread, "go")
+	// The status message may first show the turn before its round is
+	// delegated (a slow master); it is edited as the round starts.
 	var status discordtest.Message
 	w.dc.WaitFor(t, func() bool {
 		for _, m := range w.botMessages(thread) {
 			if strings.HasPrefix(m.Content, "⏳") {
 				status = m
-				return true
+				return strings.Contains(m.Content, "researcher") && strings.Contains(m.Content, "writer")
 			}
 		}
 		return false
-	}, "a status message")
+	}, "a status message naming the researcher and the writer")
 	if status.Reference != nil {
 		t.Error("the status message replies to the user's message; want a plain message")
-	}
-	for _, role := range []string{"researcher", "writer"} {
-		if !strings.Contains(status.Content, role) {
-			t.Errorf("status lacks %s:\n%s", role, status.Content)
-		}
 	}
 	w.dc.WaitFor(t, func() bool { return w.dc.Typing(thread) > 0 }, "the typing indicator")
 	once.Do(func() { close(release) })

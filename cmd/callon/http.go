@@ -29,10 +29,13 @@ type readiness struct {
 const probeTimeout = 2 * time.Second
 
 // newOpsHandler serves GET /healthz (the process runs), GET /readyz (200
-// while every check holds, else 503 naming what is down) and GET
-// /metrics.
-func newOpsHandler(checks map[string]check, metrics http.Handler) http.Handler {
+// while every check holds, else 503 naming what is down), GET /metrics,
+// and, when api is not nil, the inbound API under /v1/.
+func newOpsHandler(checks map[string]check, metrics http.Handler, api http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	if api != nil {
+		mux.Handle("/v1/", api)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
@@ -62,7 +65,7 @@ func newOpsHandler(checks map[string]check, metrics http.Handler) http.Handler {
 // serveHTTP serves h on addr until ctx ends.
 func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
 	srv := &http.Server{
-		Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second,
+		Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -72,7 +75,7 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logge
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("serving /healthz, /readyz and /metrics", "addr", addr)
+	log.Info("serving HTTP: /healthz, /readyz, /metrics (and /v1/ when CALLON_API_SECRET is set)", "addr", addr)
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("http endpoint %s: %w", addr, err)
 	}

@@ -316,7 +316,6 @@ func TestRetentionDeletesEndedTeams(t *testing.T) {
 	if got := w.rowsOf(keptID); got != keptRows {
 		t.Errorf("the active team's rows: %s, want them untouched: %s", got, keptRows)
 	}
-	// The purge logs once its statements are done: the rows may be gone a
-	// moment before the line is written.
+	// The line is written once the purge returns, after its last delete.
 	w.dc.WaitFor(t, func() bool { return w.logged("purged ended sessions", "sessions=1") }, "the purge logged")
 }

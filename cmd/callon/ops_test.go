@@ -387,7 +387,7 @@ func TestReadyzNamesWhatIsDown(t *testing.T) {
 			return "not answering"
 		},
 		"gateway": func(context.Context) string { return "" },
-	}, http.NotFoundHandler())
+	}, http.NotFoundHandler(), nil)
 	serve := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))

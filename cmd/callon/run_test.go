@@ -171,7 +171,7 @@ func TestMigrate(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": storetest.EmptyURL(t)}
 	out, _, err := runCmd(t, env, "migrate")
-	if err != nil || !strings.Contains(out, "applied 9 migration") {
+	if err != nil || !strings.Contains(out, "applied 11 migration") {
 		t.Fatalf("first migrate: %q, %v", out, err)
 	}
 	out, _, err = runCmd(t, env, "migrate")

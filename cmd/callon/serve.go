@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/callonbot/callon/api"
 	"github.com/callonbot/callon/bot"
 	"github.com/callonbot/callon/config"
 	"github.com/callonbot/callon/llm"
@@ -70,6 +72,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if cfg.Webhook.Enabled() {
 		st.EnableWebhooks(true) // before anything that changes state runs
 	}
+	var apiHandler http.Handler // the inbound API, when this process runs the bot
 	st.SetMaxAttempts(cfg.Limits.MaxAttempts)
 	owner := master.NewOwner()
 	log = log.With("owner", owner)
@@ -132,6 +135,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		svc := master.NewService(master.ServiceConfig{
 			Caps:      master.SessionCaps{PerGuild: cfg.HandBack.MaxActiveSessions, PerUser: cfg.Caps.MaxUserSessions},
 			MaxQueued: cfg.Caps.MaxQueuedTurns, UserPerMinute: cfg.Caps.UserTurnsPerMinute,
+			TrustedBots: cfg.HandBack.TrustedBots, GuildTrustedBots: cfg.GuildTrustedBots, BotPerHour: cfg.HandBack.ReportCap,
 		}, st, roles.Roster).WithAttachments(master.AttachmentPolicy{
 			CDN: att.CDN(), MaxFile: att.MaxFile, MaxMessage: att.MaxMessage})
 		approvals := master.NewApprovals(st, log)
@@ -139,7 +143,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 			CancelSession: cancelSession, Catalog: roles.Roster, Budget: budget, Prices: prices,
 		}, st, masterModel, log)
-		limits := master.NewLimits(budget, prices, st)
+		limits := master.NewLimits(budget, prices, st).WithConfigTrust(svc.ConfigTrustedBots)
 		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL,
 			ShardCount: cfg.Sharding.Count, ShardIDs: cfg.Sharding.IDs, Metrics: reg}, svc, cmds, roles, limits, approvals, st, log)
 		if err != nil {
@@ -169,13 +173,21 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		fetch := master.NewFetcher(master.FetcherConfig{Owner: owner, MaxFile: att.MaxFile, Wake: wake()}, st, bot.NewDownloader(att.CDN()), log)
 		g.Go(func() error { return fetch.Run(ctx) })
 		g.Go(func() error { return settler.Run(ctx) })
-		if cfg.Webhook.Enabled() {
-			hooks := newWebhookSender(cfg.Webhook, st, wake(), reg, log)
+		if cfg.Webhook.Enabled() || cfg.API.Enabled() {
+			hooks, err := newWebhookSender(cfg, st, wake(), reg, log)
+			if err != nil {
+				return err
+			}
 			g.Go(func() error { return hooks.Run(ctx) })
+		}
+		if cfg.API.Enabled() {
+			inbound := master.NewAPI(master.APIConfig{Service: svc, Channels: b.Channels(), Guilds: b.Channels(),
+				Archive: b.Messenger().Archive}, st, log)
+			apiHandler = api.New(api.Config{Secret: cfg.API.Secret, Rate: cfg.API.Rate, Metrics: reg}, inbound, log)
 		}
 	}
 	if cfg.HTTPAddr != "" {
-		h := newOpsHandler(checks, reg.Handler())
+		h := newOpsHandler(checks, reg.Handler(), apiHandler)
 		g.Go(func() error { return serveHTTP(ctx, cfg.HTTPAddr, h, log) })
 	}
 	err = g.Wait()

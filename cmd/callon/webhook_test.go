@@ -11,7 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/callonbot/callon/config"
+	"github.com/callonbot/callon/master"
+	"github.com/callonbot/callon/webhook"
 )
 
 const hookSecret = "whsec-test"
@@ -53,10 +59,15 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 		if sig := req.Header.Get("X-Callon-Signature"); sig != "sha256="+hex.EncodeToString(m.Sum(nil)) {
 			t.Errorf("delivery with signature %q does not verify: %s", sig, d.Body)
 		}
+		id, err := webhook.Verify(hookSecret, req.Header, d.Body, time.Now())
+		if err != nil {
+			t.Errorf("delivery %s does not verify the Standard Webhooks way: %v", d.Body, err)
+		}
 		if err := json.Unmarshal(d.Body, &d.Event); err != nil {
 			t.Errorf("delivery %s: %v", d.Body, err)
 		}
-		if req.Header.Get("X-Callon-Event") != d.Event.Event || req.Header.Get("X-Callon-Delivery") != strconv.FormatInt(d.Event.ID, 10) {
+		if req.Header.Get("X-Callon-Event") != d.Event.Event || req.Header.Get("X-Callon-Delivery") != strconv.FormatInt(d.Event.ID, 10) ||
+			id != strconv.FormatInt(d.Event.ID, 10) {
 			t.Errorf("headers %v disagree with the body %s", req.Header, d.Body)
 		}
 		r.mu.Lock()
@@ -123,5 +134,39 @@ func TestWebhooksForOutsideDispatchers(t *testing.T) {
 	d := rcv.deliveries("session.dissolved")[0]
 	if d.Event.Session.ID != ev.Session.ID || d.Event.ID == ev.ID || d.Event.Data["summary"] == "" {
 		t.Errorf("session.dissolved = %s, want the same session, a new event id and the summary", d.Body)
+	}
+}
+
+// A callback goes only where fetch_url may: loopback is refused unless
+// CALLON_FETCH_ALLOW lists it; the deployment's endpoint is not bound by
+// it (an operator chose it).
+func TestCallbacksConnectOnlyWhereFetchMay(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	ev := master.WebhookEvent{ID: 1, Kind: master.WebhookSessionReported, Body: []byte(`{}`), URL: srv.URL + "/cb"}
+	guarded, err := newPoster(config.Config{API: config.API{Secret: apiSecret}, Webhook: config.Webhook{URL: srv.URL, Secret: hookSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := guarded.Post(t.Context(), ev); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("callback to loopback = %+v, %v; want refused", res, err)
+	}
+	if res, err := guarded.Post(t.Context(), master.WebhookEvent{ID: 2, Body: []byte(`{}`)}); err != nil || res.Status != 200 {
+		t.Errorf("the endpoint = %+v, %v; want 200", res, err)
+	}
+	allowed, err := newPoster(config.Config{API: config.API{Secret: apiSecret}, Tools: config.Tools{FetchAllow: []string{"127.0.0.1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := allowed.Post(t.Context(), ev); err != nil || res.Status != 200 {
+		t.Errorf("allowed callback = %+v, %v; want 200", res, err)
+	}
+	if res, err := allowed.Post(t.Context(), master.WebhookEvent{ID: 3, Body: []byte(`{}`)}); err == nil {
+		t.Errorf("an endpoint event with no CALLON_WEBHOOK_URL = %+v; want an error", res)
+	}
+	if hits.Load() != 2 {
+		t.Errorf("the receiver got %d requests, want 2", hits.Load())
 	}
 }

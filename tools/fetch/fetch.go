@@ -61,16 +61,7 @@ func New(opts Options) (*Fetcher, error) {
 		return nil, err
 	}
 	maxRedirects := cmp.Or(opts.MaxRedirects, DefaultMaxRedirects)
-	dialer := &guardedDialer{allow: allow, dialer: net.Dialer{Timeout: 10 * time.Second}}
-	// No proxy: the address checks must apply to the real destination.
-	transport := &http.Transport{
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          16,
-		IdleConnTimeout:       30 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 15 * time.Second,
-	}
+	transport := guardedTransport(allow)
 	f := &Fetcher{
 		transport: transport,
 		timeout:   cmp.Or(opts.Timeout, DefaultTimeout),
@@ -90,6 +81,31 @@ func New(opts Options) (*Fetcher, error) {
 		},
 	}
 	return f, nil
+}
+
+// Transport returns an HTTP transport that connects only where a fetch
+// may (public addresses, and what allow lists, as in Options.Allow), or
+// an error naming a bad allow list entry: for other requests to URLs
+// that outsiders choose, such as the API's callbacks.
+func Transport(allow []string) (*http.Transport, error) {
+	l, err := parseAllowList(allow)
+	if err != nil {
+		return nil, err
+	}
+	return guardedTransport(l), nil
+}
+
+func guardedTransport(allow allowList) *http.Transport {
+	dialer := &guardedDialer{allow: allow, dialer: net.Dialer{Timeout: 10 * time.Second}}
+	// No proxy: the address checks must apply to the real destination.
+	return &http.Transport{
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          16,
+		IdleConnTimeout:       30 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 15 * time.Second,
+	}
 }
 
 // Close closes idle connections. The Fetcher remains usable.
