@@ -48,10 +48,10 @@ type started struct {
 	sql string
 }
 
-// counter is a pgx tracer that counts into Counts.
-type counter struct{ c *Counts }
+// benchTracer is a pgx tracer that counts into Counts.
+type benchTracer struct{ c *Counts }
 
-func (t counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+func (t benchTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	if ctx.Value(inBatch{}) == nil {
 		t.c.RoundTrips.Add(1)
 	}
@@ -59,7 +59,7 @@ func (t counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQu
 	return context.WithValue(ctx, started{}, started{time.Now(), d.SQL})
 }
 
-func (t counter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+func (t benchTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
 	st, ok := ctx.Value(started{}).(started)
 	if !ok {
 		return
@@ -77,16 +77,16 @@ func (t counter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQuer
 
 type inBatch struct{}
 
-func (t counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+func (t benchTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
 	t.c.RoundTrips.Add(1)
 	return context.WithValue(ctx, inBatch{}, true)
 }
 
-func (t counter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+func (t benchTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
 	t.c.Statements.Add(1)
 }
 
-func (counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+func (benchTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // OpenCounting opens a store on the database at url (one of storetest's)
 // whose pool counts what it sends, for benchmarks. It is closed when tb
@@ -102,7 +102,7 @@ func OpenCounting(tb testing.TB, url string) (*Store, *Counts) {
 	cfg := s.pool.Config()
 	s.pool.Close()
 	counts := new(Counts)
-	cfg.ConnConfig.Tracer = counter{counts}
+	cfg.ConnConfig.Tracer = benchTracer{counts}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		tb.Fatalf("open: %v", err)

@@ -151,3 +151,20 @@ func Redact(err error, connString string) error {
 	}
 	return redact(err, secretsOf(connString, &cfg.Config))
 }
+
+// NotifyCommitted wakes sessionID from a transaction of the store's own,
+// which commits, or rolls back when rollback is set.
+func (s *Store) NotifyCommitted(ctx context.Context, sessionID int64, rollback bool) error {
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if err := notify(ctx, tx, sessionID); err != nil {
+		return err
+	}
+	if rollback {
+		return tx.Rollback(ctx)
+	}
+	return tx.Commit(ctx)
+}

@@ -32,8 +32,12 @@ func notify(ctx context.Context, tx pgx.Tx, sessionIDs ...int64) error {
 	if len(sessionIDs) == 0 {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, WakeChannel, wakePayload(sessionIDs)); err != nil {
+	payload := wakePayload(sessionIDs)
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, WakeChannel, payload); err != nil {
 		return fmt.Errorf("notify: %w", err)
+	}
+	if w, ok := tx.(*wakeTx); ok {
+		w.wake(payload)
 	}
 	return nil
 }
@@ -65,6 +69,11 @@ func notifyEach(ctx context.Context, tx pgx.Tx, sessionIDs []int64) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) p`, WakeChannel, payloads); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
+	if w, ok := tx.(*wakeTx); ok {
+		for _, p := range payloads {
+			w.wake(p)
+		}
+	}
 	return nil
 }
 
@@ -93,6 +102,10 @@ type Listener struct {
 
 	pid atomic.Uint32
 
+	// local is the store's record of the wakes it delivered itself; the
+	// NOTIFY copies of those are skipped.
+	local *localWakes
+
 	// idleCheck is how long a wait lasts before the connection is
 	// checked; tests shorten it.
 	idleCheck time.Duration
@@ -104,7 +117,7 @@ func (s *Store) NewListener() *Listener {
 	cfg := s.pool.Config().ConnConfig
 	cfg.RuntimeParams["application_name"] = "callon-listener"
 	logger := s.logger.With("component", "listener")
-	return &Listener{
+	l := &Listener{
 		conn: dedicated{
 			name: "listener",
 			connect: func(ctx context.Context) (*pgx.Conn, error) {
@@ -117,7 +130,10 @@ func (s *Store) NewListener() *Listener {
 		logger:    logger,
 		subs:      make(map[chan string]struct{}),
 		idleCheck: 30 * time.Second,
+		local:     &s.wakes,
 	}
+	s.wakes.add(l)
+	return l
 }
 
 // Subscribe returns a channel of wakes and a function that ends the
@@ -201,7 +217,9 @@ func (l *Listener) listen(ctx context.Context, conn *pgx.Conn, established func(
 		cancel()
 		switch {
 		case err == nil:
-			l.deliver(n.Payload)
+			if !l.local.seen(n.PID, n.Payload) {
+				l.deliver(n.Payload)
+			}
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():

@@ -29,6 +29,7 @@ type Store struct {
 
 	webhooks    atomic.Bool  // see EnableWebhooks
 	maxAttempts atomic.Int32 // see SetMaxAttempts
+	wakes       localWakes   // this process's own wakes, delivered at commit
 }
 
 // pingTimeout bounds the connectivity check in Open.
@@ -37,7 +38,7 @@ const pingTimeout = 10 * time.Second
 // Open connects to the database at databaseURL (a postgres:// URL or a
 // keyword/value string) and checks that it answers. It does not migrate;
 // call Migrate. Errors never contain the password from databaseURL.
-func Open(ctx context.Context, databaseURL string, logger *slog.Logger) (*Store, error) {
+func Open(ctx context.Context, databaseURL string, logger *slog.Logger, opts ...Option) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -65,6 +66,13 @@ func Open(ctx context.Context, databaseURL string, logger *slog.Logger) (*Store,
 		cfg.ConnConfig.RuntimeParams["application_name"] = "callon"
 	}
 	secrets := secretsOf(databaseURL, &cfg.ConnConfig.Config)
+	var o pgxConfig
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.statements != nil {
+		cfg.ConnConfig.Tracer = counter{o.statements}
+	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

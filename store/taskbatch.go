@@ -100,7 +100,7 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 		return nil, err
 	}
 
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("complete tasks: %w", err)
 	}

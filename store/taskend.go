@@ -26,7 +26,7 @@ func (s *Store) CompleteTask(ctx context.Context, taskID int64, attempt int, out
 	if err != nil {
 		return master.Task{}, fmt.Errorf("complete task %d: %w", taskID, err)
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return master.Task{}, fmt.Errorf("complete task: %w", err)
 	}

@@ -62,7 +62,7 @@ func turnSortKey(messageID string) int64 {
 // same transaction; a message with files is never taken as the answer to
 // workers' questions: it is a turn of its own, so its master sees them.
 func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admission) (master.Turn, bool, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
 	}
@@ -316,14 +316,11 @@ func (s *Store) OpenTurn(ctx context.Context, sessionID int64) (master.Turn, err
 // History returns up to limit finished turns of a session before turn
 // beforeID, oldest first, each with the last answer the team posted for
 // it (its reply, or the question it ended on). Turns that ended in a
-// question keep their task results. It reads in one transaction.
+// question keep their task results. It is one statement when no turn
+// asked (the master reads it before every decision), else two: a done
+// turn and its tasks no longer change, so they need no common snapshot.
 func (s *Store) History(ctx context.Context, sessionID, beforeID int64, limit int) ([]master.Exchange, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	rows, err := tx.Query(ctx, `
+	rows, err := s.pool.Query(ctx, `
 		SELECT u.id, u.author_id, u.author_bot, u.content,
 		       coalesce((SELECT string_agg(o.content, E'\n' ORDER BY o.part) FROM outbox o
 		                 WHERE o.turn_id = u.id AND o.kind = last.kind AND o.seq = last.seq), ''),
@@ -358,7 +355,7 @@ func (s *Store) History(ctx context.Context, sessionID, beforeID int64, limit in
 		}
 	}
 	if len(asked) > 0 {
-		rows, err := tx.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.turn_id = ANY ($1) ORDER BY t.id`, asked)
+		rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.turn_id = ANY ($1) ORDER BY t.id`, asked)
 		if err != nil {
 			return nil, fmt.Errorf("history: results: %w", err)
 		}
@@ -371,7 +368,7 @@ func (s *Store) History(ctx context.Context, sessionID, beforeID int64, limit in
 			history[i].Results = append(history[i].Results, t)
 		}
 	}
-	return history, tx.Commit(ctx)
+	return history, nil
 }
 
 // checkGuard locks the guarded turn, or returns master.ErrStale when the
@@ -403,7 +400,7 @@ func outNonce(turnID int64, kind master.OutKind, seq, part int) string {
 // ask any number of questions (a turn resumed by the user's answer may
 // ask again), each numbered by seq and posted once.
 func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
@@ -469,7 +466,7 @@ func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind maste
 // Delegate enqueues the next round of a guarded turn and advances the
 // turn to it, in one transaction with one wake.
 func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.NewTask, usage master.Usage) ([]int64, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}
@@ -499,7 +496,7 @@ func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.New
 // Replan replaces a guarded turn's session roster. Queued tasks of removed
 // roles are cancelled (with their dependents); finished results stay.
 func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role, usage master.Usage) ([]string, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
@@ -580,7 +577,7 @@ func (s *Store) CountMasterCall(ctx context.Context, g master.Guard, max int) (i
 // finishing it normally failed: text is queued as its reply unless it has
 // one, and the turn is done. It needs only the master lease.
 func (s *Store) AbandonTurn(ctx context.Context, g master.Guard, text string) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("abandon turn: %w", err)
 	}

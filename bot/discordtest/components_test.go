@@ -215,7 +215,7 @@ func TestClickButtonDeferredUpdateThenEditOriginal(t *testing.T) {
 
 func TestClickButtonReplyAndDeadline(t *testing.T) {
 	t.Parallel()
-	dc, s, got, sent := clickSetup(t, discordtest.WithInteractionDeadline(100*time.Millisecond))
+	dc, s, got, sent := clickSetup(t, discordtest.WithInteractionDeadline(time.Second))
 
 	ix := dc.ClickButton(t, discordtest.ClickButton{MessageID: sent.ID, CustomID: "approve"})
 	i := next(t, got)

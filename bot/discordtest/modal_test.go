@@ -199,7 +199,7 @@ func TestModalAfterDeferralIsRefused(t *testing.T) {
 
 func TestSubmitModalChecksValuesAndDeadline(t *testing.T) {
 	t.Parallel()
-	dc := discordtest.New(t, discordtest.WithInteractionDeadline(100*time.Millisecond))
+	dc := discordtest.New(t, discordtest.WithInteractionDeadline(time.Second))
 	s := connect(t, dc, allIntents)
 	registerGuild(t, s, dc, askCommand)
 	got := interactions(s)

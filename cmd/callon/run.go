@@ -22,6 +22,11 @@ Usage:
                       print a team's signals as JSON lines
   callon chat --goal "…" [--channel-roles FILE]
                       talk to a team in the terminal (no Discord needed)
+  callon bench [--quick] [--json]
+                      measure callon's own cost (turn overhead, task pickup
+                      and burn-down, memory per session, recovery) against
+                      its fakes, on databases of its own: needs only
+                      DATABASE_URL
   callon invite       print the OAuth2 URL that adds the bot to a server
   callon healthcheck  exit 0 when this host's callon is ready (GET /readyz at
                       CALLON_HTTP_ADDR): for container health checks
@@ -84,6 +89,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return nil
 	case "chat":
 		return chat(ctx, getenv, rest, stdin, stdout, stderr)
+	case "bench":
+		return benchCmd(ctx, cfg, rest, stdout, stderr, usageOut, selfCommand)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

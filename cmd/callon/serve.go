@@ -37,8 +37,9 @@ func migrate(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 }
 
 // serve runs the worker pool, and with withBot the Discord bot, the
-// master, the outbox and the status messages, until ctx ends.
-func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot bool) error {
+// master, the outbox and the status messages, until ctx ends. opts adjust
+// the store (callon bench counts statements with one).
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot bool, opts ...store.Option) error {
 	if cfg.Limits.WorkerSlots == 0 && !withBot {
 		return errors.New("CALLON_CONCURRENT_TASKS is 0: a worker process needs at least one task slot")
 	}
@@ -56,7 +57,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, log)
+	st, err := store.Open(ctx, cfg.DatabaseURL, log, opts...)
 	if err != nil {
 		return err
 	}

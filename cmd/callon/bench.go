@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"runtime/trace"
+	"strings"
+	"sync/atomic"
+
+	"github.com/callonbot/callon/config"
+	"github.com/callonbot/callon/internal/bench"
+	"github.com/callonbot/callon/store"
+)
+
+// benchCmd is `callon bench`: help and flag errors go to usageOut, the
+// progress and the measured callon's warnings to stderr. command runs
+// callon as a process of its own (the recovery and scale stages kill and
+// measure it).
+func benchCmd(ctx context.Context, cfg config.Config, args []string, stdout, stderr, usageOut io.Writer, command func(env map[string]string) *exec.Cmd) error {
+	sizes := bench.DefaultSizes()
+	var o benchOptions
+	ok, err := parseCommand("bench", "measure callon's own cost against its fakes, on databases of its own (needs only DATABASE_URL)",
+		args, usageOut, func(fs *flag.FlagSet) { o.declare(fs, &sizes) })
+	if !ok {
+		return err
+	}
+	if o.quick {
+		// --quick changes the defaults, not the sizes given explicitly:
+		// parse again over the quick ones.
+		sizes = bench.QuickSizes()
+		fs := flag.NewFlagSet("callon bench", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.declare(fs, &sizes)
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+	}
+	if err := cfg.Validate(config.NeedDatabase); err != nil {
+		return configError(err)
+	}
+	var only []string
+	if o.stages != "" {
+		only = strings.Split(o.stages, ",")
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if o.trace != "" {
+		f, err := os.Create(o.trace)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
+	}
+	deps := bench.Deps{
+		DatabaseURL: cfg.DatabaseURL,
+		Start: func(ctx context.Context, env map[string]string, statements *atomic.Int64) error {
+			cfg := config.Load(func(k string) string { return env[k] })
+			if err := cfg.Validate(config.NeedDatabase | config.NeedDiscord | config.NeedLLM); err != nil {
+				return err
+			}
+			return serve(ctx, cfg, newLogger(cfg, stderr), true, store.WithStatementCounter(statements))
+		},
+		Command:  command,
+		Progress: stderr,
+	}
+	rep, err := bench.Run(ctx, deps, sizes, only)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return rep.WriteJSON(stdout)
+	}
+	return rep.WriteTable(stdout)
+}
+
+// selfCommand runs this executable as callon with env as its whole
+// environment (and PATH and HOME), in the temporary directory, so that no
+// .env file of the working directory applies.
+func selfCommand(env map[string]string) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	cmd := exec.Command(exe)
+	cmd.Dir = os.TempDir()
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	return cmd
+}
+
+// benchOptions are callon bench's flags besides the sizes.
+type benchOptions struct {
+	quick, json               bool
+	stages, cpuProfile, trace string
+}
+
+func (o *benchOptions) declare(fs *flag.FlagSet, sizes *bench.Sizes) {
+	fs.BoolVar(&o.quick, "quick", false, "small sizes: every stage in a few seconds (the smoke test's run); sizes given explicitly still apply")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON instead of a table")
+	fs.StringVar(&o.stages, "stages", "", "comma-separated stages to run (default all): "+strings.Join(bench.Stages, ","))
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.StringVar(&o.trace, "trace", "", "write an execution trace of the run to this file")
+	fs.IntVar(&sizes.Turns, "turns", sizes.Turns, "measured turns of each kind")
+	fs.DurationVar(&sizes.ModelLatency, "model-latency", sizes.ModelLatency, "how long the fake model takes per call")
+	fs.IntVar(&sizes.ContextTurns, "context-turns", sizes.ContextTurns, "turns of the context-growth session")
+	fs.IntVar(&sizes.PickupTasks, "pickup-tasks", sizes.PickupTasks, "tasks of the pickup stage")
+	fs.IntVar(&sizes.PickupRate, "pickup-rate", sizes.PickupRate, "tasks per second the pickup stage enqueues")
+	fs.IntVar(&sizes.BurnTasks, "burn-tasks", sizes.BurnTasks, "no-op tasks of the burn-down stage")
+	fs.IntVar(&sizes.ActiveSessions, "active-sessions", sizes.ActiveSessions, "sessions with a turn in flight at once")
+	fs.IntVar(&sizes.DormantSessions, "dormant-sessions", sizes.DormantSessions, "active sessions with nothing to do")
+	fs.IntVar(&sizes.Kills, "kills", sizes.Kills, "process deaths of the recovery stage")
+}

@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/callonbot/callon/bot/discordtest"
+	"github.com/callonbot/callon/llm/llmtest"
+)
+
+// trap makes the first model call of a kind after arm block until
+// release, so that the process making it can be killed in the middle of
+// it.
+type trap struct {
+	mu      sync.Mutex
+	worker  bool          // trap a worker's call; else the master's
+	armed   bool          // the next call of that kind is held
+	held    chan struct{} // closed when it is
+	release chan struct{} // closed to let it go
+}
+
+func (t *trap) arm(worker bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.worker, t.armed = worker, true
+	t.held, t.release = make(chan struct{}), make(chan struct{})
+}
+
+// script wraps next: the trapped call waits, then answers as next does.
+func (t *trap) script(next llmtest.Script) llmtest.Script {
+	return func(req llmtest.Request) llmtest.Reply {
+		isWorker := !strings.Contains(req.System(), "You are the coordinator of a team")
+		t.mu.Lock()
+		hold := t.armed && isWorker == t.worker
+		held, release := t.held, t.release
+		if hold {
+			t.armed = false
+		}
+		t.mu.Unlock()
+		if hold {
+			close(held)
+			<-release
+		}
+		return next(req)
+	}
+}
+
+// recovery kills (SIGKILL) a callon process in the middle of a model call
+// for a team — a worker's task or the master's decision, in turn — while
+// a second process runs, and measures from the kill to the reply.
+func (b *bench) recovery(ctx context.Context) ([]StageResult, error) {
+	t := &trap{}
+	w, err := b.newWorld(ctx, t.script(script(0)))
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+	var took []time.Duration
+	for i := range b.sizes.Kills {
+		d, err := w.killOnce(ctx, t, i)
+		if err != nil {
+			return nil, err
+		}
+		took = append(took, d)
+	}
+	return []StageResult{{Name: "recovery", Samples: len(took), Latency: dist(took),
+		What: "kill → reply: a process killed in a model call (worker's and master's in turn), another one takes over"}}, w.tb.err()
+}
+
+func (w *world) killOnce(ctx context.Context, t *trap, i int) (time.Duration, error) {
+	doomed, err := w.spawn()
+	if err != nil {
+		return 0, err
+	}
+	defer doomed.kill()
+	thread := w.team(fmt.Sprintf("bench recovery %d", i))
+	worker := i%2 == 0
+	t.arm(worker)
+	text := fmt.Sprintf("[direct] recovery %d", i)
+	if worker {
+		text = fmt.Sprintf("[chain2] recovery %d", i)
+	}
+	msg := w.dc.UserMessage(thread, w.dc.UserID(), text)
+	select {
+	case <-t.held:
+	case <-time.After(time.Minute):
+		return 0, fmt.Errorf("the process to kill never reached the model call")
+	}
+	// The survivor.
+	before := len(w.dc.IdentifyLog())
+	if err := w.start(ctx); err != nil {
+		return 0, err
+	}
+	w.dc.WaitFor(w.tb, func() bool { return len(w.dc.IdentifyLog()) > before }, "the survivor to connect")
+	killed := time.Now()
+	doomed.kill()
+	close(t.release)
+	var reply discordtest.Message
+	w.dc.WaitFor(w.tb, func() bool {
+		for _, m := range w.dc.Messages(thread) {
+			if m.AuthorID == w.dc.BotUserID() && m.Reference != nil && m.Reference.MessageID == msg.ID {
+				reply = m
+				return true
+			}
+		}
+		return false
+	}, "the survivor's reply")
+	err = w.stop()
+	w.stop = nil
+	return reply.Timestamp.Sub(killed), err
+}

@@ -1,0 +1,198 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/callonbot/callon/bot/discordtest"
+	"github.com/callonbot/callon/llm/llmtest"
+	"github.com/callonbot/callon/store"
+)
+
+// world is callon against a fake Discord, a fake model and a database of
+// its own. The app runs in this process (start) or in processes of its
+// own (spawn).
+type world struct {
+	b     *bench
+	tb    *fakeTB
+	dc    *discordtest.Server
+	ai    *llmtest.Server
+	dbURL string
+	drop  func(context.Context) error
+	env   map[string]string
+
+	statements atomic.Int64 // of the in-process app
+	stop       func() error // stops the in-process app; nil when none runs
+}
+
+// commandCount is how many slash commands callon registers; the app is
+// ready when the fake Discord has them all.
+const commandCount = 7
+
+// newWorld makes a world whose model answers from script; env adds to or
+// overrides the app's environment.
+func (b *bench) newWorld(ctx context.Context, script llmtest.Script, env ...string) (*world, error) {
+	url, drop, err := store.CreateScratchDatabase(ctx, b.deps.DatabaseURL, "callon_bench_")
+	if err != nil {
+		return nil, err
+	}
+	w := &world{b: b, tb: &fakeTB{}, dbURL: url, drop: drop}
+	w.dc = discordtest.New(w.tb, discordtest.WithWaitTimeout(2*time.Minute))
+	w.ai = llmtest.New(w.tb, script)
+	w.env = map[string]string{
+		"DISCORD_TOKEN":   w.dc.Token(),
+		"DISCORD_API_URL": w.dc.URL(),
+		"DATABASE_URL":    w.dbURL,
+		"OPENAI_BASE_URL": w.ai.URL(),
+		"OPENAI_API_KEY":  w.ai.APIKey(),
+		"LOG_LEVEL":       "warn",
+		// The bench's one user sends many messages and starts many teams.
+		"CALLON_USER_TURNS_PER_MINUTE": "0",
+		"CALLON_MAX_USER_SESSIONS":     "0",
+		"CALLON_MAX_ACTIVE_SESSIONS":   "10000",
+	}
+	for i := 0; i+1 < len(env); i += 2 {
+		w.env[env[i]] = env[i+1]
+	}
+	return w, nil
+}
+
+// start runs callon in this process until close.
+func (w *world) start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	env := maps.Clone(w.env)
+	go func() { done <- w.b.deps.Start(ctx, env, &w.statements) }()
+	w.stop = func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Minute):
+			return errors.New("callon did not stop within a minute")
+		}
+	}
+	return w.ready(done)
+}
+
+// ready waits until a callon is connected with its commands registered,
+// or done says it stopped.
+func (w *world) ready(done <-chan error) error {
+	var stopped error
+	w.dc.WaitFor(w.tb, func() bool {
+		select {
+		case err := <-done:
+			stopped = fmt.Errorf("callon stopped before it was ready: %v", err)
+			return true
+		default:
+		}
+		return w.dc.Connected() && len(w.dc.Commands("")) == commandCount
+	}, "callon to connect and register its commands")
+	return stopped
+}
+
+// close stops what runs, closes the fakes and drops the database.
+func (w *world) close() error {
+	var errs []error
+	if w.stop != nil {
+		errs = append(errs, w.stop())
+		w.stop = nil
+	}
+	w.tb.close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errs = append(errs, w.drop(ctx))
+	return errors.Join(errs...)
+}
+
+// team runs /callon in #general and returns the new thread's id once the
+// kickoff message is in it.
+func (w *world) team(goal string) string {
+	general := w.dc.ChannelID("general")
+	before := len(w.dc.Threads(general))
+	ix := w.dc.SlashCommand(w.tb, discordtest.SlashCommand{Name: "callon", ChannelID: general,
+		Options: []discordtest.CommandOption{discordtest.StringOption("goal", goal)}})
+	w.dc.WaitFor(w.tb, func() bool {
+		m, ok := ix.Original()
+		return ok && strings.Contains(m.Content, "is ready in")
+	}, "/callon to answer with the thread")
+	threads := w.dc.Threads(general)
+	if len(threads) != before+1 {
+		w.tb.Fatalf("got %d threads in #general, want %d", len(threads), before+1)
+	}
+	thread := threads[len(threads)-1].ID
+	w.dc.WaitFor(w.tb, func() bool {
+		for _, m := range w.dc.Messages(thread) {
+			if m.AuthorID == w.dc.BotUserID() {
+				return true
+			}
+		}
+		return false
+	}, "the kickoff message")
+	return thread
+}
+
+// turn posts text in thread and waits for the bot's reply to it. It
+// returns the reply's latency (from just before the message was posted
+// to the reply's creation in the fake Discord) and how much of it the
+// model was answering (the union of its calls' intervals in between).
+func (w *world) turn(thread, text string) (latency, model time.Duration) {
+	before := time.Now()
+	msg := w.dc.UserMessage(thread, w.dc.UserID(), text)
+	var reply discordtest.Message
+	w.dc.WaitFor(w.tb, func() bool {
+		for _, m := range w.dc.Messages(thread) {
+			if m.AuthorID == w.dc.BotUserID() && m.Reference != nil && m.Reference.MessageID == msg.ID {
+				reply = m
+				return true
+			}
+		}
+		return false
+	}, "a reply to "+text)
+	return reply.Timestamp.Sub(before), modelTime(w.ai.Requests(), before, reply.Timestamp)
+}
+
+// modelTime is the length of the union of the intervals during which the
+// model was answering a call between from and to.
+func modelTime(recs []llmtest.Record, from, to time.Time) time.Duration {
+	type span struct{ a, b time.Time }
+	var spans []span
+	for _, r := range recs {
+		if r.Answered.IsZero() || r.Arrived.Before(from) || r.Answered.After(to) {
+			continue
+		}
+		spans = append(spans, span{r.Arrived, r.Answered})
+	}
+	// Records are in order of arrival, so spans are sorted by start.
+	var total time.Duration
+	var cur span
+	for i, s := range spans {
+		switch {
+		case i == 0:
+			cur = s
+		case s.a.After(cur.b):
+			total += cur.b.Sub(cur.a)
+			cur = s
+		case s.b.After(cur.b):
+			cur.b = s.b
+		}
+	}
+	if len(spans) > 0 {
+		total += cur.b.Sub(cur.a)
+	}
+	return total
+}
+
+// restCalls is the fake Discord's total of REST requests so far.
+func (w *world) restCalls() int {
+	n := 0
+	for _, c := range w.dc.AllCalls() {
+		n += c
+	}
+	return n
+}

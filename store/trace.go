@@ -1,0 +1,47 @@
+package store
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Option adjusts how Open connects.
+type Option func(*pgxConfig)
+
+// pgxConfig is what an Option may change.
+type pgxConfig struct {
+	statements *atomic.Int64
+}
+
+// WithStatementCounter counts on n every statement the store sends to
+// Postgres (BEGIN and COMMIT included; each statement of a batch counts),
+// on the pool's connections and on its dedicated ones (the listener, the
+// liveness lock). `callon bench` reports statements per turn with it.
+func WithStatementCounter(n *atomic.Int64) Option {
+	return func(c *pgxConfig) { c.statements = n }
+}
+
+// counter is a pgx tracer that counts statements.
+type counter struct{ n *atomic.Int64 }
+
+var (
+	_ pgx.QueryTracer = counter{}
+	_ pgx.BatchTracer = counter{}
+)
+
+func (c counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (c counter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) { c.n.Add(1) }
+
+func (counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
