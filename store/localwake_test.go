@@ -3,6 +3,9 @@ package store_test
 import (
 	"strconv"
 	"testing"
+
+	"github.com/callonbot/callon/master"
+	"github.com/callonbot/callon/store"
 )
 
 // A wake the store commits itself reaches its listener's subscribers at
@@ -46,5 +49,35 @@ func TestOwnWakeArrivesAtCommitOnce(t *testing.T) {
 	}
 	if got := recv(t, wake); got != id {
 		t.Fatalf("a NOTIFY not sent by a local commit: got %q, want %q", got, id)
+	}
+}
+
+// Outcomes written together wake the sessions they touched at commit,
+// from this process: a listener that is not even connected (so no
+// NOTIFY can reach it) has the wake when CompleteTasks returns.
+func TestGroupedOutcomesWakeAtCommit(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	s1, s2 := w.session(), w.session()
+	w.enqueue(s1, task("a", "1"))
+	w.enqueue(s2, task("b", "2"))
+	claimed := w.claim("w", 10)
+	wake, unsubscribe := w.store.NewListener().Subscribe() // never Run
+	defer unsubscribe()
+	errs := w.store.CompleteTasks(w.ctx, []master.Completion{
+		{Task: ref(claimed[0]), Outcome: master.Outcome{State: master.TaskDone}},
+		{Task: ref(claimed[1]), Outcome: master.Outcome{State: master.TaskDone}},
+	})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("CompleteTasks: %v", errs)
+	}
+	select {
+	case got := <-wake:
+		// A subscriber's wakes coalesce: the two sessions' read as one.
+		if got != store.WakeAll {
+			t.Errorf("got wake %q, want %q: one wake for each of the two sessions, coalesced", got, store.WakeAll)
+		}
+	default:
+		t.Fatal("no wake when CompleteTasks returned: it must be handed over at commit")
 	}
 }
