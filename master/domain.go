@@ -265,3 +265,16 @@ type TaskInput struct {
 	// recorded, in order: replayed, never made again.
 	Calls []CallRecord
 }
+
+// TurnReads is what the master reads before a decision on a turn: the
+// turn's tasks (by round, then id), its message's files in order with
+// the content of those stored, the session, its roster, and the session's
+// finished exchanges before the turn, oldest first, with what the team
+// answered.
+type TurnReads struct {
+	Tasks       []Task
+	Attachments []Attachment
+	Session     Session
+	Roster      []Role
+	History     []Exchange
+}

@@ -84,8 +84,6 @@ func (c OrchestratorConfig) withDefaults() OrchestratorConfig {
 // method that changes state is one transaction; the guarded ones return
 // ErrStale when their guard no longer holds.
 type OrchestratorStore interface {
-	Session(ctx context.Context, id int64) (Session, error)
-	Roster(ctx context.Context, sessionID int64) ([]Role, error)
 	// PendingSessions lists active sessions whose oldest open turn needs
 	// the master now (not started, or every task of its round has ended)
 	// and whose master lease is free or held by owner.
@@ -97,13 +95,10 @@ type OrchestratorStore interface {
 	// OpenTurn returns the session's oldest queued or running turn,
 	// starting it (queued → running) if needed; ErrNotFound when none.
 	OpenTurn(ctx context.Context, sessionID int64) (Turn, error)
-	TurnTasks(ctx context.Context, turnID int64) ([]Task, error)
-	// TurnAttachments returns the files of a turn's message, in order,
-	// with the content of those stored.
-	TurnAttachments(ctx context.Context, turnID int64) ([]Attachment, error)
-	// History returns up to limit finished turns of the session before
-	// turn beforeID, oldest first, with what the team answered.
-	History(ctx context.Context, sessionID, beforeID int64, limit int) ([]Exchange, error)
+	// TurnReads reads what a decision on the session's turn needs (see
+	// TurnReads), in one round trip; ErrNotFound when the session does
+	// not exist.
+	TurnReads(ctx context.Context, sessionID, turnID int64, historyLimit int) (TurnReads, error)
 	// Finish ends the guarded turn: it writes the outbox parts and moves
 	// the turn to state (done, or waiting for a question).
 	Finish(ctx context.Context, g Guard, f Finish) error
@@ -434,36 +429,25 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, boo
 	if time.Now().Before(turn.NotBefore) {
 		return &turn, false, nil // a failed decision waits for its retry
 	}
-	tasks, err := o.store.TurnTasks(ctx, turn.ID)
+	// One round trip for every read, though a round still running or a
+	// file still pending makes the rest unneeded: PendingSessions lists a
+	// session only once its round has ended and its files are in.
+	reads, err := o.store.TurnReads(ctx, sessionID, turn.ID, o.cfg.History/2+maxSummaryLines)
 	if err != nil {
-		return &turn, false, fmt.Errorf("turn tasks: %w", err)
+		return &turn, false, err
 	}
+	tasks, atts := reads.Tasks, reads.Attachments
 	for _, t := range tasks {
 		if t.Round == turn.Round && !t.State.Terminal() {
 			return &turn, false, nil // fan-in: the round is still running
 		}
-	}
-	atts, err := o.store.TurnAttachments(ctx, turn.ID)
-	if err != nil {
-		return &turn, false, fmt.Errorf("turn attachments: %w", err)
 	}
 	for _, a := range atts {
 		if a.State == AttachmentPending {
 			return &turn, false, nil // the fetcher wakes the session when it has the file
 		}
 	}
-	session, err := o.store.Session(ctx, sessionID)
-	if err != nil {
-		return &turn, false, fmt.Errorf("session: %w", err)
-	}
-	roster, err := o.store.Roster(ctx, sessionID)
-	if err != nil {
-		return &turn, false, fmt.Errorf("roster: %w", err)
-	}
-	history, err := o.store.History(ctx, sessionID, turn.ID, o.cfg.History/2+maxSummaryLines)
-	if err != nil {
-		return &turn, false, fmt.Errorf("history: %w", err)
-	}
+	session, roster, history := reads.Session, reads.Roster, reads.History
 	tc := turnContext{
 		session:   session,
 		roster:    roster,
@@ -481,7 +465,14 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, boo
 		o.cfg.Metrics.LimitHit(LimitRounds)
 	}
 	g := Guard{SessionID: sessionID, TurnID: turn.ID, Round: turn.Round, Owner: o.cfg.Owner}
-	return &turn, true, o.decide(ctx, g, tc)
+	var opened bool
+	if err := o.decide(ctx, g, tc, &opened); err != nil || opened {
+		// A round just opened (tasks delegated, or a worker answered) has
+		// nothing to decide until its tasks end: the step stops here, and
+		// the tasks' outcomes wake the session again.
+		return &turn, !opened, err
+	}
+	return &turn, true, nil
 }
 
 // chat is the only way the orchestrator calls its model. Before each
@@ -517,8 +508,9 @@ func (o *Orchestrator) chat(ctx context.Context, g Guard, req ChatRequest, pendi
 
 // decide asks the model for a decision and applies it. A malformed call
 // gets one retry with the validation error; replan continues the turn.
-// Tokens a failed decision used are still charged.
-func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err error) {
+// Tokens a failed decision used are still charged. It sets *opened when
+// the decision opened a round of tasks (delegate, answer_worker).
+func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, opened *bool) (err error) {
 	log := o.log.With("session_id", g.SessionID, "turn_id", g.TurnID, "round", g.Round)
 	msgs := masterMessages(tc)
 	var usage Usage
@@ -592,12 +584,14 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext) (err
 					return fmt.Errorf("delegate: %w", err)
 				}
 				log.Info("delegated", "tasks", len(ids), "round", g.Round+1)
+				*opened = true
 				return nil
 			case ToolAnswerWorker:
 				if err := o.store.ResumeTask(ctx, g, d.task, d.text, usage); err != nil {
 					return fmt.Errorf("answer worker: %w", err)
 				}
 				log.Info("answered a worker", "task_id", d.task)
+				*opened = true
 				return nil
 			case ToolReportBack:
 				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: o.reportBack(ctx, g, tc.session, d.text)})

@@ -21,6 +21,7 @@ type orchFake struct {
 	roster []Role
 	atts   []Attachment
 	log    []string
+	reads  int // TurnReads calls
 
 	FinishFunc      func(f Finish) error
 	CountMasterFunc func(n int) error
@@ -32,11 +33,9 @@ func (f *orchFake) note(format string, args ...any) {
 	f.log = append(f.log, fmt.Sprintf(format, args...))
 }
 
-func (f *orchFake) Session(context.Context, int64) (Session, error)  { return f.sess, nil }
-func (f *orchFake) Roster(context.Context, int64) ([]Role, error)    { return f.roster, nil }
-func (f *orchFake) TurnTasks(context.Context, int64) ([]Task, error) { return f.tasks, nil }
-func (f *orchFake) TurnAttachments(context.Context, int64) ([]Attachment, error) {
-	return f.atts, nil
+func (f *orchFake) TurnReads(context.Context, int64, int64, int) (TurnReads, error) {
+	f.reads++
+	return TurnReads{Tasks: f.tasks, Attachments: f.atts, Session: f.sess, Roster: f.roster}, nil
 }
 func (f *orchFake) OpenTurn(context.Context, int64) (Turn, error) {
 	if f.turn.State != TurnRunning {
@@ -49,9 +48,6 @@ func (f *orchFake) AcquireMaster(context.Context, int64, string, time.Duration) 
 	return true, nil
 }
 func (f *orchFake) ReleaseMaster(context.Context, int64, string) error { return nil }
-func (f *orchFake) History(context.Context, int64, int64, int) ([]Exchange, error) {
-	return nil, nil
-}
 func (f *orchFake) Finish(_ context.Context, _ Guard, fin Finish) error {
 	if f.FinishFunc != nil {
 		if err := f.FinishFunc(fin); err != nil {
@@ -320,5 +316,29 @@ func TestOrchestratorRestsAfterAFailedStep(t *testing.T) {
 	}
 	if len(llm.offered) != 0 {
 		t.Errorf("the model was called %d times", len(llm.offered))
+	}
+}
+
+// A step that opens a round ends there: nothing is read again until the
+// round's tasks wake the session.
+func TestOrchestratorStepEndsWhenARoundOpens(t *testing.T) {
+	t.Parallel()
+	f := &orchFake{turn: Turn{ID: 7, SessionID: 1, State: TurnRunning}, sess: Session{ID: 1}, roster: DefaultRoles()}
+	llm := &scriptLLM{replies: []func() (ChatResponse, error){
+		call("delegate", `{"tasks":[{"role":"researcher","instruction":"look"}]}`),
+		call("reply", `{"text":"found"}`)}}
+	o := NewOrchestrator(OrchestratorConfig{Owner: "p", Model: "m", Retries: 3}, f, llm, slog.New(slog.DiscardHandler))
+	if !o.Step(t.Context(), 1) {
+		t.Fatal("the step did not run")
+	}
+	if f.reads != 1 || len(llm.offered) != 1 {
+		t.Fatalf("after delegating: %d reads, %d model calls; want 1 and 1", f.reads, len(llm.offered))
+	}
+	f.tasks[0].State = TaskDone
+	if !o.Step(t.Context(), 1) {
+		t.Fatal("the fan-in step did not run")
+	}
+	if want := []string{"delegate researcher:look[]", "finish reply done: found"}; !slices.Equal(f.log, want) {
+		t.Errorf("log = %q, want %q", f.log, want)
 	}
 }

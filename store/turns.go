@@ -320,7 +320,20 @@ func (s *Store) OpenTurn(ctx context.Context, sessionID int64) (master.Turn, err
 // asked (the master reads it before every decision), else two: a done
 // turn and its tasks no longer change, so they need no common snapshot.
 func (s *Store) History(ctx context.Context, sessionID, beforeID int64, limit int) ([]master.Exchange, error) {
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.pool.Query(ctx, historySQL, sessionID, beforeID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	history, err := collectHistory(rows)
+	if err != nil {
+		return nil, err
+	}
+	return historyResults(ctx, s.pool, history)
+}
+
+// historySQL reads History's exchanges: $1 the session, $2 the turn they
+// come before, $3 the limit.
+const historySQL = `
 		SELECT u.id, u.author_id, u.author_bot, u.content,
 		       coalesce((SELECT string_agg(o.content, E'\n' ORDER BY o.part) FROM outbox o
 		                 WHERE o.turn_id = u.id AND o.kind = last.kind AND o.seq = last.seq), ''),
@@ -334,10 +347,9 @@ func (s *Store) History(ctx context.Context, sessionID, beforeID int64, limit in
 			WHERE o.turn_id = u.id AND o.kind IN ('reply', 'question')
 			ORDER BY o.id DESC LIMIT 1
 		) last ON true
-		ORDER BY u.sort_key, u.id`, sessionID, beforeID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
+		ORDER BY u.sort_key, u.id`
+
+func collectHistory(rows pgx.Rows) ([]master.Exchange, error) {
 	history, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Exchange, error) {
 		var e master.Exchange
 		err := r.Scan(&e.TurnID, &e.AuthorID, &e.AuthorBot, &e.Message, &e.Answer, &e.Asked)
@@ -346,6 +358,12 @@ func (s *Store) History(ctx context.Context, sessionID, beforeID int64, limit in
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
+	return history, nil
+}
+
+// historyResults adds their tasks' results to the exchanges that ended in
+// a question: one more statement when there is any.
+func historyResults(ctx context.Context, q querier, history []master.Exchange) ([]master.Exchange, error) {
 	var asked []int64
 	index := map[int64]int{}
 	for i, e := range history {
@@ -355,7 +373,7 @@ func (s *Store) History(ctx context.Context, sessionID, beforeID int64, limit in
 		}
 	}
 	if len(asked) > 0 {
-		rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.turn_id = ANY ($1) ORDER BY t.id`, asked)
+		rows, err := q.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.turn_id = ANY ($1) ORDER BY t.id`, asked)
 		if err != nil {
 			return nil, fmt.Errorf("history: results: %w", err)
 		}

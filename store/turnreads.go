@@ -1,0 +1,68 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/callonbot/callon/master"
+)
+
+// TurnReads reads what the master needs to decide on a turn — its tasks,
+// its files with their content, the session, its roster and up to
+// historyLimit earlier exchanges (see History) — in one round trip: the
+// five statements go to Postgres as one pipelined batch. Each statement
+// reads its own snapshot, as five separate reads would; a turn that ended
+// in a question costs History's second statement after the batch.
+// master.ErrNotFound when the session does not exist.
+func (s *Store) TurnReads(ctx context.Context, sessionID, turnID int64, historyLimit int) (master.TurnReads, error) {
+	var r master.TurnReads
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+taskColumns+` FROM tasks t WHERE t.turn_id = $1 ORDER BY t.round, t.id`, turnID)
+	b.Queue(`SELECT `+attachmentColumns+`, a.data FROM attachments a
+		WHERE a.turn_id = $1 ORDER BY a.position`, turnID)
+	b.Queue(`SELECT `+sessionColumns+` FROM sessions s WHERE s.id = $1`, sessionID)
+	b.Queue(`SELECT `+roleColumns+` FROM session_roles WHERE session_id = $1 ORDER BY position, name`, sessionID)
+	b.Queue(historySQL, sessionID, turnID, historyLimit)
+	err := func() error {
+		br := s.pool.SendBatch(ctx, b)
+		defer br.Close()
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("turn tasks: %w", err)
+		}
+		if r.Tasks, err = collectTasks(rows); err != nil {
+			return fmt.Errorf("turn tasks: %w", err)
+		}
+		if rows, err = br.Query(); err != nil {
+			return fmt.Errorf("turn attachments: %w", err)
+		}
+		if r.Attachments, err = collectAttachments(rows); err != nil {
+			return fmt.Errorf("turn attachments: %w", err)
+		}
+		if r.Session, err = scanSession(br.QueryRow()); err != nil {
+			return fmt.Errorf("session %d: %w", sessionID, err)
+		}
+		if rows, err = br.Query(); err != nil {
+			return fmt.Errorf("roster: %w", err)
+		}
+		if r.Roster, err = pgx.CollectRows(rows, scanRole); err != nil {
+			return fmt.Errorf("roster: %w", err)
+		}
+		if rows, err = br.Query(); err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+		if r.History, err = collectHistory(rows); err != nil {
+			return err
+		}
+		return br.Close()
+	}()
+	if err != nil {
+		return master.TurnReads{}, fmt.Errorf("turn reads: %w", err)
+	}
+	if r.History, err = historyResults(ctx, s.pool, r.History); err != nil {
+		return master.TurnReads{}, fmt.Errorf("turn reads: %w", err)
+	}
+	return r, nil
+}
