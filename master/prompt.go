@@ -28,6 +28,8 @@ type turnContext struct {
 	// master's model is given images.
 	attachments []Attachment
 	vision      bool
+	// tracks are the roster's records in the channel (see RoleTrack).
+	tracks map[string]RoleTrack
 }
 
 // masterMessages builds the bounded chat context for one master decision:
@@ -104,6 +106,7 @@ func masterSystemPrompt(c turnContext, older []Exchange) string {
 	for _, r := range c.roster {
 		fmt.Fprintf(&b, "- %s: %s%s\n", r.Name, r.Description, ToolsLine(" (tools: ", r.Tools)+closing(r.Tools))
 	}
+	b.WriteString(reliabilityNote(c.roster, c.tracks, &c.turn, c.tasks))
 	b.WriteString(`
 How you work:
 - Every message in the thread comes to you first, and only you post in it. Decide with one tool call:

@@ -84,7 +84,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		prices[m] = master.Price{In: p.In, Out: p.Out}
 		metricPrices[m] = metrics.Price{Prompt: p.In, Completion: p.Out}
 	}
-	reg := metrics.New(metrics.Config{Build: bi, Backlog: st, Prices: metricPrices})
+	reg := metrics.New(metrics.Config{Build: bi, Backlog: st, Prices: metricPrices, Roles: roleNames(roleFile)})
 	model := llm.NewRouter(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
 		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, providerConfigs(cfg), log) // llm reads 0 as its default and a negative as none
 	masterModel, workerModel := reg.LLM("master", model), reg.LLM("worker", model)
