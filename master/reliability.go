@@ -50,6 +50,31 @@ type ReliabilityQuery struct {
 	Since time.Time
 }
 
+// ReliabilityWindow is the window /team and the dashboard read roles'
+// records over by default.
+const ReliabilityWindow = 7 * 24 * time.Hour
+
+// ReliabilityLine sums a record up in one line: its tasks, the share
+// done and what went wrong, the median and p90 time, tokens per task.
+// It carries no model text (the last failure's reason is left out).
+func ReliabilityLine(r Reliability) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d tasks, %.0f%% done", r.Tasks, 100*r.Share(TaskDone))
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{r.Failed, "failed"}, {r.Timeout, "timed out"}, {r.Blocked, "blocked"}, {r.NeedInfo, "asked"}} {
+		if c.n > 0 {
+			fmt.Fprintf(&b, ", %d %s", c.n, c.what)
+		}
+	}
+	fmt.Fprintf(&b, " · median %s, p90 %s · %s tokens/task", Elapsed(r.Median), Elapsed(r.P90), Tokens(r.TokensPerTask))
+	if r.Open > 0 {
+		fmt.Fprintf(&b, " · %d open now", r.Open)
+	}
+	return b.String()
+}
+
 // TrendLen is how many of a role's latest tasks Reliability.Trend shows.
 const TrendLen = 20
 

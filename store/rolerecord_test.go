@@ -116,6 +116,15 @@ func TestRoleRecordsFromTaskRows(t *testing.T) {
 		t.Errorf("median %v, p90 %v: want 0 ≤ median ≤ p90", wr.Median, wr.P90)
 	}
 
+	// /team shows the roster's records in roster order.
+	v, err := w.store.TeamView(w.ctx, a.ID, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Reliability) != 2 || v.Reliability[0].Role != "researcher" || v.Reliability[1].Role != "writer" || v.Reliability[1].Tasks != 6 {
+		t.Errorf("team view's records = %+v, want researcher's then writer's 6 tasks", v.Reliability)
+	}
+
 	// No guild: nothing; every guild: both; one channel and role.
 	if recs, err = w.store.Reliability(w.ctx, master.ReliabilityQuery{Guilds: []string{}, Since: time.Now().Add(-time.Hour)}); err != nil || len(recs) != 0 {
 		t.Errorf("records of no guild = %+v, %v; want none", recs, err)
