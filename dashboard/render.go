@@ -83,7 +83,7 @@ func ago(t time.Time) string {
 // stateClass is the CSS class of a state's colour.
 func stateClass(state any) string {
 	switch fmt.Sprint(state) {
-	case "done", "approved", "idle", "sent":
+	case "done", "approved", "sent":
 		return "ok"
 	case "running", "working", "active", "queued":
 		return "run"
