@@ -16,12 +16,14 @@ import (
 // master.TrackLen of its own channel: a read before every decision must
 // not grow with the deployment's history. A role name used in many busy
 // channels may so be judged on fewer than TrackLen tasks.
-const trackScan = 200
+const trackScan = 100
 
 // rosterTracksSQL is the roster of session $1 with each role's record
 // in the session's channel (master.RoleTrack): one statement, which
 // TurnReads sends in place of the roster alone. Each role's lateral read
-// walks tasks_role_ended_idx newest first, at most trackScan rows.
+// walks its ended tasks newest first (tasks_role_ended_idx), at most
+// trackScan rows, each looking its session's channel up by primary key:
+// the cost does not grow with the number of sessions.
 var rosterTracksSQL = `
 	SELECT ` + roleColumns + `, tr.last, tr.failed, tr.timed_out, tr.blocked, tr.need_info
 	FROM session_roles r
@@ -35,8 +37,8 @@ var rosterTracksSQL = `
 		        SELECT t.state, t.session_id, t.ended_at, t.id FROM tasks t
 		        WHERE t.role = r.name AND t.ended_at IS NOT NULL
 		        ORDER BY t.ended_at DESC, t.id DESC LIMIT ` + strconv.Itoa(trackScan) + `) t
-		      JOIN sessions s ON s.id = t.session_id
-		      WHERE s.channel_id = (SELECT channel_id FROM sessions WHERE id = $1) AND t.state <> 'cancelled'
+		      WHERE t.state <> 'cancelled'
+		        AND (SELECT s.channel_id FROM sessions s WHERE s.id = t.session_id) = (SELECT channel_id FROM sessions WHERE id = $1)
 		      ORDER BY t.ended_at DESC, t.id DESC LIMIT ` + strconv.Itoa(master.TrackLen) + `) x
 	) tr
 	WHERE r.session_id = $1
