@@ -8,9 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/chromedp"
 
 	"github.com/callonbot/callon/bot/discordtest"
@@ -42,6 +45,9 @@ type browser struct {
 	t   *testing.T
 	ctx context.Context // the first tab's
 	dir string          // where screenshots go (the test's artifacts)
+
+	mu         sync.Mutex
+	violations []string // what the CSP blocked
 }
 
 func newBrowser(t *testing.T) *browser {
@@ -67,6 +73,28 @@ func newBrowser(t *testing.T) *browser {
 	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
+	// Whatever the page's Content-Security-Policy blocks (an inline
+	// script or style a library slipped in) is logged by the browser:
+	// it fails the test.
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*cdplog.EventEntryAdded); ok && e.Entry != nil && strings.Contains(e.Entry.Text, "Content Security Policy") {
+			b.mu.Lock()
+			b.violations = append(b.violations, e.Entry.Text)
+			b.mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, v := range b.violations {
+			t.Errorf("the browser blocked something under the CSP: %s", v)
+		}
+	})
 	return b
 }
 
