@@ -128,7 +128,8 @@ func (d *Dashboard) viewerOf(r *http.Request) (viewer, error) {
 		if !strings.EqualFold(scheme, "Bearer") || !tokenEqual(strings.TrimSpace(tok), d.cfg.Token) {
 			return viewer{}, errUnauthorized
 		}
-		return viewer{Operator: true, Expires: now.Add(time.Minute).Unix()}, nil
+		// Checked again on every request; an event stream ends at streamMax.
+		return viewer{Operator: true, Expires: now.Add(streamMax).Unix()}, nil
 	}
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {

@@ -227,6 +227,9 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, v viewer) {
 		}
 		s.session = id
 	}
+	// The server's ReadTimeout bounds reading a request; a stream is read
+	// from no more, and a lapsed read deadline would cancel its context.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	unsubscribe := d.hub.subscribe(s)
 	defer unsubscribe()
 

@@ -87,7 +87,7 @@ func (d *Dashboard) oauthStart(w http.ResponseWriter, r *http.Request) {
 	// site, and must bring the state with it.
 	http.SetCookie(w, &http.Cookie{Name: stateCookie, Value: value, Path: "/dashboard/auth/", MaxAge: 600,
 		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
-	http.Redirect(w, r, d.cfg.OAuth.config().AuthCodeURL(st.State, oauth2.SetAuthURLParam("prompt", "none")), http.StatusFound)
+	http.Redirect(w, r, d.cfg.OAuth.config().AuthCodeURL(st.State), http.StatusFound)
 }
 
 // oauthCallback checks the state against its cookie, exchanges the code,
