@@ -104,7 +104,7 @@ func (r Reliability) Share(s TaskState) float64 {
 // TrackLen, cancelled ones aside). It is read with the roster, in the
 // same statement, so it costs a decision no statement of its own.
 type RoleTrack struct {
-	Last                              int // tasks counted
+	Last                               int // tasks counted
 	Failed, Timeout, Blocked, NeedInfo int
 }
 
