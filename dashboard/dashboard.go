@@ -118,6 +118,7 @@ var crossOrigin = http.NewCrossOriginProtection()
 
 func (d *Dashboard) routes() *http.ServeMux {
 	mux := http.NewServeMux()
+	mux.Handle("GET /dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
 	mux.Handle("GET /dashboard/static/", d.static)
 	mux.HandleFunc("GET /dashboard/login", d.loginPage)
 	mux.HandleFunc("POST /dashboard/login", d.loginSubmit)

@@ -39,7 +39,7 @@ func newOpsHandler(checks map[string]check, metrics http.Handler, api, dash http
 	}
 	if dash != nil {
 		mux.Handle("/dashboard/", dash)
-		mux.Handle("GET /dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
+		mux.Handle("/dashboard", dash)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
