@@ -51,8 +51,11 @@ type Config struct {
 
 	OpenAIKey     string // secret
 	OpenAIBaseURL string
-	MasterModel   string
-	WorkerModel   string
+	// ToolDialect is the OPENAI_BASE_URL server's (CALLON_TOOL_DIALECT):
+	// "auto" or "strict", by default strict for OpenAI only.
+	ToolDialect string
+	MasterModel string
+	WorkerModel string
 
 	RolesFile string
 	// Roles is the roles file's rosters; nil without a file.
@@ -147,6 +150,11 @@ func Load(getenv func(string) string) Config {
 		},
 	}
 	c.Models = p.models("CALLON_MODELS", c.WorkerModel, c.MasterModel)
+	if d, err := toolDialect(getenv("CALLON_TOOL_DIALECT"), c.OpenAIBaseURL); err != nil {
+		p.fail("CALLON_TOOL_DIALECT", "%v", err)
+	} else {
+		c.ToolDialect = d
+	}
 	if c.RolesFile != "" {
 		rf, err := loadRolesFile(c.RolesFile, getenv)
 		if err != nil {
@@ -236,6 +244,7 @@ func (c Config) attrs() []slog.Attr {
 		slog.String("database_url", RedactURL(c.DatabaseURL)),
 		slog.String("openai_api_key", redact(c.OpenAIKey)),
 		slog.String("openai_base_url", c.OpenAIBaseURL),
+		slog.String("tool_dialect", c.ToolDialect),
 		slog.String("master_model", c.MasterModel),
 		slog.String("worker_model", c.WorkerModel),
 		slog.String("models", strings.Join(c.Models, ",")),

@@ -71,3 +71,55 @@ func TestProviderErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestToolDialect: auto by default but for OpenAI's API, set per provider
+// in the roles file or the environment, anything else refused.
+func TestToolDialect(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "roles.yaml")
+	os.WriteFile(file, []byte(`
+providers:
+  ollama:
+    base_url: http://127.0.0.1:11434/v1
+  careful:
+    base_url: http://127.0.0.1:8000/v1
+    tool_dialect: strict
+  proxy:
+    base_url: https://api.openai.com/v1
+`), 0o600)
+	env := map[string]string{
+		"CALLON_ROLES_FILE": file, "CALLON_PROVIDERS": "vllm=http://gpu:8000/v1,oai=https://api.openai.com/v1",
+		"CALLON_PROVIDER_OAI_TOOL_DIALECT": "auto", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1",
+	}
+	c := config.Load(func(k string) string { return env[k] })
+	if err := c.Validate(0); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range c.Providers {
+		got = append(got, p.Name+"="+p.ToolDialect)
+	}
+	if want := "careful=strict,oai=auto,ollama=auto,proxy=strict,vllm=auto"; strings.Join(got, ",") != want {
+		t.Errorf("dialects = %s, want %s", strings.Join(got, ","), want)
+	}
+	if c.ToolDialect != "auto" {
+		t.Errorf("CALLON_TOOL_DIALECT default for a local server = %q, want auto", c.ToolDialect)
+	}
+	if d := config.Load(func(string) string { return "" }).ToolDialect; d != "strict" {
+		t.Errorf("CALLON_TOOL_DIALECT default for OpenAI = %q, want strict", d)
+	}
+	bad := config.Load(func(k string) string { return map[string]string{"CALLON_TOOL_DIALECT": "loose"}[k] })
+	if err := bad.Validate(0); err == nil || !strings.Contains(err.Error(), "CALLON_TOOL_DIALECT") {
+		t.Errorf("Validate = %v, want CALLON_TOOL_DIALECT refused", err)
+	}
+	os.WriteFile(file, []byte(`
+providers:
+  sloppy:
+    base_url: http://127.0.0.1:9000/v1
+    tool_dialect: sometimes
+`), 0o600)
+	err := config.Load(func(k string) string { return env[k] }).Validate(0)
+	if err == nil || !strings.Contains(err.Error(), `provider "sloppy": tool_dialect: must be auto or strict, got "sometimes"`) {
+		t.Errorf("Validate = %v, want the bad tool_dialect named", err)
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -83,8 +82,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	}
 	lim := cfg.Limits
 	owner := master.NewOwner()
-	model := llm.NewRouter(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
-		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, providerConfigs(cfg), log)
+	model := modelRouter(cfg, log)
 	listener := st.NewListener()
 	live := st.NewLiveness(owner)
 	wake := func() <-chan string {
@@ -299,7 +297,7 @@ func teamText(e master.Embed) string {
 func providerConfigs(cfg config.Config) map[string]llm.Config {
 	out := map[string]llm.Config{}
 	for _, p := range cfg.Providers {
-		out[p.Name] = llm.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers}
+		out[p.Name] = llm.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers, ToolDialect: p.ToolDialect}
 	}
 	return out
 }
