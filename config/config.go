@@ -58,6 +58,9 @@ type Config struct {
 	WorkerModel string
 
 	RolesFile string
+	// MasterPrompt is the master's instructions read from
+	// CALLON_MASTER_PROMPT_FILE; "" keeps callon's own.
+	MasterPrompt string
 	// Roles is the roles file's rosters; nil without a file.
 	Roles []Roster
 	// MCPServers is the roles file's mcp_servers, in name order.
@@ -163,6 +166,12 @@ func Load(getenv func(string) string) Config {
 		c.Roles, c.MCPServers, c.Providers, c.GuildTrustedBots = rf.Rosters, rf.MCPServers, rf.Providers, rf.TrustedBots
 	}
 	c.Providers = p.providers(c.Providers)
+	if path := strings.TrimSpace(getenv("CALLON_MASTER_PROMPT_FILE")); path != "" {
+		var err error
+		if c.MasterPrompt, err = ReadMasterPrompt(path); err != nil {
+			p.fail("CALLON_MASTER_PROMPT_FILE", "%v", err)
+		}
+	}
 	c.HandBack = p.handBack()
 	c.Webhook = p.webhook()
 	c.API = p.api(c.HTTPAddr)
@@ -249,6 +258,7 @@ func (c Config) attrs() []slog.Attr {
 		slog.String("worker_model", c.WorkerModel),
 		slog.String("models", strings.Join(c.Models, ",")),
 		slog.String("roles_file", c.RolesFile),
+		slog.Int("master_prompt_chars", len(c.MasterPrompt)),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("log_format", c.LogFormat),

@@ -123,3 +123,29 @@ providers:
 		t.Errorf("Validate = %v, want the bad tool_dialect named", err)
 	}
 }
+
+// TestMasterPromptFile: the file's text, trimmed; a missing, empty or
+// oversized file is refused by name.
+func TestMasterPromptFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(text), 0o600)
+		return p
+	}
+	load := func(path string) config.Config {
+		return config.Load(func(k string) string { return map[string]string{"CALLON_MASTER_PROMPT_FILE": path}[k] })
+	}
+	if c := load(write("good.txt", "\n  Answer in haiku.\n")); c.Validate(0) != nil || c.MasterPrompt != "Answer in haiku." {
+		t.Errorf("MasterPrompt = %q (%v), want the file's text", c.MasterPrompt, c.Validate(0))
+	}
+	for name, path := range map[string]string{
+		"missing": filepath.Join(dir, "nope.txt"), "empty": write("empty.txt", " \n"),
+		"too large": write("big.txt", strings.Repeat("x", config.MaxMasterPrompt+1)),
+	} {
+		if err := load(path).Validate(0); err == nil || !strings.Contains(err.Error(), "CALLON_MASTER_PROMPT_FILE") {
+			t.Errorf("%s file: Validate = %v, want CALLON_MASTER_PROMPT_FILE refused", name, err)
+		}
+	}
+}

@@ -100,7 +100,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	orch := master.NewOrchestrator(master.OrchestratorConfig{
 		Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
 		History: lim.History, Budget: budget, Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
-		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
+		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls, Instructions: cfg.MasterPrompt,
 	}, st, model, log)
 	out := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Poll: 200 * time.Millisecond}, st, term, log)
 	pres := master.NewPresenter(master.PresenterConfig{Tick: 500 * time.Millisecond}, st, term, log)
