@@ -165,8 +165,8 @@ func catalogFunc(defs []RoleDef) master.CatalogFunc {
 // crew is a situation's scripted workers.
 type crew struct {
 	acts  map[string]Act
-	used  map[string]int         // answers given per role
-	given map[int64]Answer       // the answer each task got
+	used  map[string]int   // answers given per role
+	given map[int64]Answer // the answer each task got
 }
 
 // work answers the queued tasks as the situation scripts them: a task

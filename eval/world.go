@@ -27,8 +27,8 @@ type world struct {
 	meter   *meter
 
 	decisions []decision
-	end       *ending // how the turn ended; nil while it runs
-	budget    bool    // the run's token bound stopped a model call
+	end       *ending  // how the turn ended; nil while it runs
+	budget    bool     // the run's token bound stopped a model call
 	attempted []string // the tools the master called validly, applied or refused
 }
 
