@@ -86,7 +86,9 @@ func wellBehaved(refs map[string][]scriptedCall) func(eval.Situation, int) llmte
 func tagged(c scriptedCall) string {
 	return fmt.Sprintf(`<tool_call>{"name": %q, "arguments": %s}</tool_call>`, c.name, c.args)
 }
-func asJSON(c scriptedCall) string { return fmt.Sprintf(`{"name": %q, "arguments": %s}`, c.name, c.args) }
+func asJSON(c scriptedCall) string {
+	return fmt.Sprintf(`{"name": %q, "arguments": %s}`, c.name, c.args)
+}
 func fenced(c scriptedCall) string { return "```json\n" + asJSON(c) + "\n```" }
 func callLine(c scriptedCall) string {
 	return fmt.Sprintf("%s(%s)", c.name, c.args)
