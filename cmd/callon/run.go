@@ -101,6 +101,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return benchCmd(ctx, cfg, rest, stdout, stderr, usageOut, selfCommand)
 	case "eval":
 		return evalCmd(ctx, cfg, rest, stdin, stdout, stderr, usageOut)
+	case "replay":
+		return replayCmd(ctx, cfg, rest, stdin, stdout, stderr, usageOut)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil
