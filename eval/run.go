@@ -114,6 +114,9 @@ type Report struct {
 	Tokens   int64          `json:"tokens"`
 	Duration time.Duration  `json:"duration_ns"`
 	Dialects map[string]int `json:"dialects"` // cases that used each way of writing calls
+	// Probe is what the one-call probe before the cases found (callon
+	// eval runs llm.ProbeTools first); "" when none ran.
+	Probe string `json:"probe,omitempty"`
 }
 
 // Run measures model on the cases of one kind (master or worker), one

@@ -14,6 +14,7 @@ import (
 
 	"github.com/callonbot/callon/config"
 	"github.com/callonbot/callon/eval"
+	"github.com/callonbot/callon/llm"
 )
 
 // evalFlags are callon eval's options.
@@ -21,7 +22,7 @@ type evalFlags struct {
 	role, masterModel, workerModel, cases, casesDir, promptFile string
 	maxTokens                                                   int64
 	minScore                                                    float64
-	asJSON, yes, list, verbose                                  bool
+	asJSON, yes, list, verbose, skipProbe                       bool
 }
 
 // evalCmd measures a model on callon eval's situations: callon's own
@@ -44,6 +45,7 @@ func evalCmd(ctx context.Context, cfg config.Config, args []string, stdin io.Rea
 			fs.BoolVar(&f.yes, "yes", false, "do not ask before calling the model")
 			fs.BoolVar(&f.list, "list", false, "list the cases and what each tests, and exit")
 			fs.BoolVar(&f.verbose, "verbose", false, "show callon's own log lines while the cases run")
+			fs.BoolVar(&f.skipProbe, "skip-probe", false, "run the cases even when the model fails the first check that it calls tools")
 		})
 	if !ok {
 		return err
@@ -79,6 +81,7 @@ func evalCmd(ctx context.Context, cfg config.Config, args []string, stdin io.Rea
 		}
 	}
 	calls, tokens := eval.Bound(ecfg, cases)
+	calls++ // the probe
 	bound := fmt.Sprintf("callon eval runs %d %s case(s) against %s: at most %d model calls, stopping once %d tokens are spent.",
 		len(cases), f.role, model, calls, tokens)
 	if err := confirm(stdin, stderr, bound, f.yes); err != nil {
@@ -89,13 +92,31 @@ func evalCmd(ctx context.Context, cfg config.Config, args []string, stdin io.Rea
 		ecfg.Logger = log
 	}
 	router := modelRouter(cfg, slog.New(slog.DiscardHandler))
-	var progress func(eval.Result)
+	// One easy call first: a model that cannot call tools would fail
+	// every case, and one clear message says more than a table of them.
+	probe, err := llm.ProbeTools(ctx, router, model)
+	if err != nil {
+		return fmt.Errorf("the first call to %s failed: %w", model, err)
+	}
+	probed := "calls tools (" + probe.Dialect + ")"
+	if !probe.CallsTools {
+		probed = "does not call tools: " + probe.Detail
+		if !f.skipProbe {
+			return fmt.Errorf("%s %s. Every case would fail: choose a model that calls tools (or run with --skip-probe to measure it anyway)",
+				model, printable(probed))
+		}
+	}
 	if !f.asJSON {
 		fmt.Fprintln(stdout, bound)
+		fmt.Fprintf(stdout, "Probe: %s %s.\n", model, printable(probed))
 		writeEvalHeader(stdout)
+	}
+	var progress func(eval.Result)
+	if !f.asJSON {
 		progress = func(r eval.Result) { writeEvalRow(stdout, r) }
 	}
 	rep := eval.Run(ctx, ecfg, router, f.role, cases, progress)
+	rep.Probe = probed
 	if f.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

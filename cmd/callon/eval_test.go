@@ -51,6 +51,9 @@ func caseModel(t *testing.T, cases []eval.Situation, answer func(s eval.Situatio
 	var mu sync.Mutex
 	seen := map[string]int{}
 	return func(req llmtest.Request) llmtest.Reply {
+		if isProbe(req) {
+			return probeAnswer
+		}
 		var s *eval.Situation
 		for i, c := range cases {
 			key := c.Message + c.Instruction
@@ -70,6 +73,14 @@ func caseModel(t *testing.T, cases []eval.Situation, answer func(s eval.Situatio
 		return answer(*s, n)
 	}
 }
+
+// isProbe tells the one-call probe callon eval makes before its cases.
+func isProbe(req llmtest.Request) bool {
+	return len(req.Tools) == 1 && req.Tools[0].Name == "record_word"
+}
+
+// probeAnswer passes the probe.
+var probeAnswer = llmtest.Call("record_word", `{"word":"callon"}`)
 
 // wellBehaved answers every case with its reference, natively.
 func wellBehaved(refs map[string][]scriptedCall) func(eval.Situation, int) llmtest.Reply {
@@ -278,7 +289,8 @@ func TestEvalTable(t *testing.T) {
 	}
 	out := stdout.String()
 	for _, want := range []string{
-		"callon eval runs 3 master case(s) against m1: at most 24 model calls, stopping once 400000 tokens are spent.",
+		"callon eval runs 3 master case(s) against m1: at most 25 model calls, stopping once 400000 tokens are spent.",
+		"Probe: m1 calls tools (native).",
 		"CASE", "direct-arithmetic            pass", "direct-greeting              FAIL", "fan-out-two                  pass",
 		"Score: 2/3 (67%) for master model m1", "answered in text instead of calling a tool", "Why the failed cases failed:",
 	} {
@@ -302,7 +314,7 @@ func TestEvalConfirmationAndBounds(t *testing.T) {
 	getenv := func(k string) string { return env[k] }
 	var stdout, stderr bytes.Buffer
 	err := run(t.Context(), []string{"eval", "--cases", "direct-greeting"}, getenv, strings.NewReader("y\n"), &stdout, &stderr)
-	if err == nil || !strings.Contains(err.Error(), "at most 8 model calls") || !strings.Contains(err.Error(), "--yes") {
+	if err == nil || !strings.Contains(err.Error(), "at most 9 model calls") || !strings.Contains(err.Error(), "--yes") {
 		t.Errorf("without a terminal or --yes: %v, want a refusal stating the bound and naming --yes", err)
 	}
 	if len(ai.Requests()) != 0 {
@@ -324,7 +336,7 @@ func TestEvalConfirmationAndBounds(t *testing.T) {
 	// A bound of 1 token: the first case spends it, the rest do not run.
 	before := len(ai.Requests())
 	rep, _ := evalRun(t, env, "--cases", "direct-*", "--max-tokens", "1")
-	if len(ai.Requests())-before != 1 || rep.Passed != 1 || !strings.Contains(strings.Join(rep.Results[1].Why, ""), "not run: the run's token bound is spent") {
+	if len(ai.Requests())-before != 2 || rep.Passed != 1 || !strings.Contains(strings.Join(rep.Results[1].Why, ""), "not run: the run's token bound is spent") {
 		t.Errorf("with --max-tokens 1: %d calls, results %+v", len(ai.Requests())-before, rep.Results)
 	}
 	if err := run(t.Context(), []string{"eval", "--yes", "--cases", "direct-greeting", "--min-score", "1.5"}, getenv,
@@ -353,7 +365,12 @@ func TestEvalOwnCases(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(dir+"/mine.yaml", []byte("name: my-case\ntests: my own\ngoal: g\nmessage: \"ping from my case\"\nexpect: {action: reply}\n"), 0o600)
-	ai := llmtest.New(t, llmtest.Always(llmtest.Call("reply", `{"text":"pong"}`)))
+	ai := llmtest.New(t, func(req llmtest.Request) llmtest.Reply {
+		if isProbe(req) {
+			return probeAnswer
+		}
+		return llmtest.Call("reply", `{"text":"pong"}`)
+	})
 	env := map[string]string{"OPENAI_BASE_URL": ai.URL(), "OPENAI_API_KEY": ai.APIKey()}
 	rep, _ := evalRun(t, env, "--cases-dir", dir, "--cases", "my-case")
 	if rep.Total != 1 || rep.Passed != 1 || rep.Results[0].Case != "my-case" {
@@ -370,5 +387,31 @@ func TestEvalOwnCases(t *testing.T) {
 		strings.NewReader(""), &stdout, &stdout)
 	if err == nil || !strings.Contains(err.Error(), "bad.yaml: message is empty") {
 		t.Errorf("a bad case file: %v", err)
+	}
+}
+
+// A model that cannot call tools is told apart by one call, with one
+// clear message, before any case; --skip-probe measures it anyway.
+func TestEvalModelThatCannotCallTools(t *testing.T) {
+	t.Parallel()
+	ai := llmtest.New(t, llmtest.Always(llmtest.Text("I can help with that!")))
+	env := map[string]string{"OPENAI_BASE_URL": ai.URL(), "OPENAI_API_KEY": ai.APIKey(), "CALLON_MASTER_MODEL": "chatty"}
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"eval", "--yes"}, func(k string) string { return env[k] }, strings.NewReader(""), &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "chatty does not call tools: it answered in text instead of calling the tool: I can help with that!") ||
+		!strings.Contains(err.Error(), "--skip-probe") {
+		t.Errorf("callon eval = %v, want one clear message", err)
+	}
+	if n := len(ai.Requests()); n != 1 {
+		t.Errorf("%d model calls, want the probe alone", n)
+	}
+	rep, _ := evalRun(t, env, "--skip-probe", "--cases", "direct-*,fan-out-two")
+	if rep.Passed != 0 || !strings.HasPrefix(rep.Probe, "does not call tools") {
+		t.Errorf("--skip-probe: %d passed, probe %q", rep.Passed, rep.Probe)
+	}
+	for _, r := range rep.Results {
+		if !strings.Contains(strings.Join(r.Why, ";"), "answered in text instead of calling a tool") {
+			t.Errorf("%s failed with %q", r.Case, r.Why)
+		}
 	}
 }
