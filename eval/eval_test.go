@@ -214,3 +214,17 @@ func TestLoadDirAndSelect(t *testing.T) {
 		t.Error("LoadDir of a missing directory: no error")
 	}
 }
+
+// docs/models.md lists every built-in case with what it tests.
+func TestEveryCaseIsDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/models.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range builtinCases(t) {
+		if row := fmt.Sprintf("| `%s` | %s |", s.Name, s.Tests); !strings.Contains(string(doc), row) {
+			t.Errorf("docs/models.md lacks the row %q", row)
+		}
+	}
+}
