@@ -1,9 +1,11 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -65,7 +67,7 @@ func (m *meter) Chat(ctx context.Context, req master.ChatRequest) (master.ChatRe
 	switch {
 	case err != nil:
 	case len(resp.ToolCalls) > 0:
-		c.Dialect = cmpOr(resp.Dialect, "native")
+		c.Dialect = cmp.Or(resp.Dialect, "native")
 	default:
 		c.Dialect = "text"
 		c.Problem = llm.Decode(resp.Content, req.Tools).Problem
@@ -123,32 +125,16 @@ func refused(msgs []master.Message) []string {
 	return out
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // dialects lists the ways a case's calls were written, in order of first
 // use.
 func dialects(calls []call) []string {
 	var out []string
 	for _, c := range calls {
-		if c.Dialect != "" && !contains(out, c.Dialect) {
+		if c.Dialect != "" && !slices.Contains(out, c.Dialect) {
 			out = append(out, c.Dialect)
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // usageOf sums the calls' tokens and latency.

@@ -36,7 +36,7 @@ func runWorker(ctx context.Context, cfg Config, m *meter, s Situation) Result {
 	box := &toolbox{defs: s.Tools}
 	pool := workers.New(workers.Config{
 		ID: "eval", Slots: 1, SweepEvery: -1, TaskTimeout: cfg.Limits.TaskTimeout, WorkerModel: cfg.Model,
-		MaxSteps: cfg.caseCalls(s), Tools: box, Metrics: nil, Vision: func(string) bool { return cfg.Vision },
+		MaxSteps: cfg.caseCalls(s), Tools: box, Vision: func(string) bool { return cfg.Vision },
 	}, ws, m, cfg.Logger)
 	pctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
