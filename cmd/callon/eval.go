@@ -59,7 +59,7 @@ func evalCmd(ctx context.Context, cfg config.Config, args []string, stdin io.Rea
 	}
 	if f.list {
 		for _, s := range cases {
-			fmt.Fprintf(stdout, "%-28s %-45s %s\n", s.Name, s.Tests, s.About)
+			fmt.Fprintf(stdout, "%-28s %-45s %s\n", s.Name, printable(s.Tests), printable(s.About))
 		}
 		return nil
 	}
