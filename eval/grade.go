@@ -107,7 +107,7 @@ func gradeMaster(s Situation, w *world, calls []call) []string {
 			fail("answered no worker, want an answer_worker call")
 		}
 		for _, k := range e.Answer {
-			if !slices.ContainsFunc(answers, func(d decision) bool { return containsFold(d.Text, k) }) {
+			if !slices.ContainsFunc(answers, func(d Decision) bool { return containsFold(d.Text, k) }) {
 				fail("no answer to the worker holds %q", k)
 			}
 		}
@@ -149,8 +149,8 @@ func protocol(calls []call, tool string) []string {
 	return why
 }
 
-func byAction(ds []decision, action string) []decision {
-	var out []decision
+func byAction(ds []Decision, action string) []Decision {
+	var out []Decision
 	for _, d := range ds {
 		if d.Action == action {
 			out = append(out, d)
@@ -161,7 +161,7 @@ func byAction(ds []decision, action string) []decision {
 
 // parallel: the first delegation has two tasks or more, none depending
 // on another.
-func parallel(delegations []decision) bool {
+func parallel(delegations []Decision) bool {
 	if len(delegations) == 0 || len(delegations[0].Tasks) < 2 {
 		return false
 	}
@@ -175,7 +175,7 @@ func parallel(delegations []decision) bool {
 
 // chained: some task of after needs a task of before, in its delegation
 // (depends_on, directly or not) or by coming in a later round.
-func chained(delegations []decision, before, after string) bool {
+func chained(delegations []Decision, before, after string) bool {
 	firstRound := 0
 	for _, d := range delegations {
 		for i, t := range d.Tasks {
@@ -193,7 +193,7 @@ func chained(delegations []decision, before, after string) bool {
 	return false
 }
 
-func dependsOnRole(tasks []taskNote, i int, role string, seen map[int]bool) bool {
+func dependsOnRole(tasks []TaskNote, i int, role string, seen map[int]bool) bool {
 	for _, j := range tasks[i].DependsOn {
 		if j < 0 || j >= len(tasks) || seen[j] {
 			continue
@@ -207,7 +207,7 @@ func dependsOnRole(tasks []taskNote, i int, role string, seen map[int]bool) bool
 }
 
 // writtenBy is everything the model wrote that has an effect, by where.
-func writtenBy(ds []decision, end *ending) map[string]string {
+func writtenBy(ds []Decision, end *Ending) map[string]string {
 	out := map[string]string{}
 	if end != nil {
 		key := "the answer"

@@ -199,7 +199,7 @@ func recordedSide(rt RecordedTurn) Side {
 	return s
 }
 
-func newSide(ds []decision, end *ending) Side {
+func newSide(ds []Decision, end *Ending) Side {
 	var s Side
 	for _, d := range ds {
 		st := Step{Action: d.Action}

@@ -96,9 +96,9 @@ type Result struct {
 	Skipped string `json:"skipped,omitempty"`
 
 	// What the model decided, for people and CI logs.
-	Decisions []decision `json:"decisions,omitempty"`
-	End       *ending    `json:"end,omitempty"`
-	Outcome   *workerEnd `json:"outcome,omitempty"` // a worker case's
+	Decisions []Decision `json:"decisions,omitempty"`
+	End       *Ending    `json:"end,omitempty"`
+	Outcome   *WorkerEnd `json:"outcome,omitempty"` // a worker case's
 }
 
 // Report is a run's outcome.

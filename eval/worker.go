@@ -18,8 +18,8 @@ import (
 // schema: it gets fetch_url's real one.
 const fetchURL = tools.FetchURL
 
-// workerEnd is how a worker case's task ended.
-type workerEnd struct {
+// WorkerEnd is how a worker case's task ended.
+type WorkerEnd struct {
 	State    string   `json:"state"`
 	Result   string   `json:"result,omitempty"`
 	Question string   `json:"question,omitempty"`
@@ -165,7 +165,7 @@ func (s *workerStore) PauseForApproval(context.Context, int64, int, int, time.Du
 }
 
 // outcome is how the task ended, nil if it did not.
-func (s *workerStore) outcome() *workerEnd {
+func (s *workerStore) outcome() *WorkerEnd {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var names []string
@@ -173,9 +173,9 @@ func (s *workerStore) outcome() *workerEnd {
 		names = append(names, c.Name+"("+master.Truncate(c.Args, 200)+")")
 	}
 	if s.end == nil {
-		return &workerEnd{State: "none", Tools: names}
+		return &WorkerEnd{State: "none", Tools: names}
 	}
-	e := &workerEnd{State: string(s.end.State), Result: s.end.Result, Question: s.end.Question, Error: s.end.Error, Tools: names}
+	e := &WorkerEnd{State: string(s.end.State), Result: s.end.Result, Question: s.end.Question, Error: s.end.Error, Tools: names}
 	if s.end.Handoff != nil {
 		e.Handoff = s.end.Handoff.Role
 	}
@@ -226,7 +226,7 @@ func (b *toolbox) Call(_ context.Context, name, args string) master.ToolResult {
 }
 
 // gradeWorker checks a worker case's outcome against its situation.
-func gradeWorker(s Situation, out *workerEnd, calls []call) []string {
+func gradeWorker(s Situation, out *WorkerEnd, calls []call) []string {
 	var why []string
 	fail := func(format string, args ...any) { why = append(why, fmt.Sprintf(format, args...)) }
 	if msg := callError(calls); msg != "" {

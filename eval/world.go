@@ -26,30 +26,30 @@ type world struct {
 	nextID  int64
 	meter   *meter
 
-	decisions []decision
-	end       *ending  // how the turn ended; nil while it runs
+	decisions []Decision
+	end       *Ending  // how the turn ended; nil while it runs
 	budget    bool     // the run's token bound stopped a model call
 	attempted []string // the tools the master called validly, applied or refused
 }
 
-// decision is one decision of the master that changed something.
-type decision struct {
+// Decision is one decision of the master that changed something.
+type Decision struct {
 	Action string     `json:"action"` // delegate, answer_worker, replan
-	Tasks  []taskNote `json:"tasks,omitempty"`
+	Tasks  []TaskNote `json:"tasks,omitempty"`
 	Roles  []string   `json:"roles,omitempty"` // delegate: its tasks' roles; replan: the new team
 	Text   string     `json:"text,omitempty"`  // answer_worker: the answer
 	Round  int        `json:"round,omitempty"` // delegate: the round it opened
 }
 
-// taskNote is a delegated task as the report shows it.
-type taskNote struct {
+// TaskNote is a delegated task as the report shows it.
+type TaskNote struct {
 	Role        string `json:"role"`
 	Instruction string `json:"instruction"`
 	DependsOn   []int  `json:"depends_on,omitempty"` // indexes in its delegation
 }
 
-// ending is how a turn ended.
-type ending struct {
+// Ending is how a turn ended.
+type Ending struct {
 	Kind string `json:"kind"` // reply, ask_user, or apology (the master gave up)
 	Text string `json:"text"`
 }
@@ -117,7 +117,7 @@ func (w *world) Finish(_ context.Context, _ master.Guard, f master.Finish) error
 	if f.Kind == master.OutQuestion {
 		kind = actAsk
 	}
-	w.end = &ending{Kind: kind, Text: strings.Join(f.Parts, "\n")}
+	w.end = &Ending{Kind: kind, Text: strings.Join(f.Parts, "\n")}
 	w.turn.State = f.State
 	return nil
 }
@@ -153,7 +153,7 @@ func (w *world) AbandonTurn(_ context.Context, _ master.Guard, text string) erro
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.end == nil {
-		w.end = &ending{Kind: endApology, Text: text}
+		w.end = &Ending{Kind: endApology, Text: text}
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ func (w *world) Delegate(_ context.Context, _ master.Guard, tasks []master.NewTa
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.turn.Round++
-	d := decision{Action: actDelegate, Round: w.turn.Round}
+	d := Decision{Action: actDelegate, Round: w.turn.Round}
 	ids := make([]int64, len(tasks))
 	for i, t := range tasks {
 		w.nextID++
@@ -173,7 +173,7 @@ func (w *world) Delegate(_ context.Context, _ master.Guard, tasks []master.NewTa
 		}
 		w.tasks = append(w.tasks, master.Task{ID: ids[i], SessionID: sessionID, TurnID: w.turn.ID, Round: w.turn.Round,
 			Role: t.Role, Instruction: t.Instruction, DependsOn: deps, State: master.TaskQueued, Attachments: t.Attachments})
-		d.Tasks = append(d.Tasks, taskNote{Role: t.Role, Instruction: t.Instruction, DependsOn: t.DependsOn})
+		d.Tasks = append(d.Tasks, TaskNote{Role: t.Role, Instruction: t.Instruction, DependsOn: t.DependsOn})
 		d.Roles = append(d.Roles, t.Role)
 	}
 	w.decisions = append(w.decisions, d)
@@ -189,7 +189,7 @@ func (w *world) ResumeTask(_ context.Context, _ master.Guard, taskID int64, answ
 	}
 	w.tasks[i].QA[len(w.tasks[i].QA)-1].Answer = answer
 	w.tasks[i].State = master.TaskQueued
-	w.decisions = append(w.decisions, decision{Action: actAnswer, Text: answer, Roles: []string{w.tasks[i].Role}})
+	w.decisions = append(w.decisions, Decision{Action: actAnswer, Text: answer, Roles: []string{w.tasks[i].Role}})
 	return nil
 }
 
@@ -208,7 +208,7 @@ func (w *world) Replan(_ context.Context, _ master.Guard, roster []master.Role, 
 		}
 	}
 	w.roster = slices.Clone(roster)
-	w.decisions = append(w.decisions, decision{Action: actReplan, Roles: master.RoleNames(roster)})
+	w.decisions = append(w.decisions, Decision{Action: actReplan, Roles: master.RoleNames(roster)})
 	return removed, nil
 }
 
@@ -277,12 +277,12 @@ func (w *world) stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.end == nil {
-		w.end = &ending{Kind: endStopped}
+		w.end = &Ending{Kind: endStopped}
 	}
 }
 
 // result returns the decisions and how the turn ended.
-func (w *world) result() ([]decision, *ending) {
+func (w *world) result() ([]Decision, *Ending) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.decisions), w.end
