@@ -157,8 +157,8 @@ func (tb tab) text() string {
 	return s
 }
 
-// eval evaluates a JavaScript expression.
-func eval[T any](tb tab, expr string) T {
+// jsEval evaluates a JavaScript expression.
+func jsEval[T any](tb tab, expr string) T {
 	tb.b.t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
 	defer cancel()

@@ -75,10 +75,10 @@ func TestDashboardInTheBrowser(t *testing.T) {
 	op.do("the live updates connect", chromedp.WaitVisible(chromedp.CSS("#live-status.on")))
 
 	// A team appears live when /callon runs: no reload.
-	mark := eval[bool](op, "window.stillHere = true")
+	mark := jsEval[bool](op, "window.stillHere = true")
 	thread := w.team("Launch the beta in March")
 	op.waitText("the new team on the open overview", "Launch the beta in March")
-	if !mark || !eval[bool](op, "window.stillHere === true") {
+	if !mark || !jsEval[bool](op, "window.stillHere === true") {
 		t.Error("the overview was reloaded to show the team, want a live update")
 	}
 	session := w.sessionOf(thread)
@@ -102,7 +102,7 @@ func TestDashboardInTheBrowser(t *testing.T) {
 	op.waitText("the writer blocked", "blocked ·")
 	op.waitText("the reply posted", "answered in")
 	op.do("the timeline's bars", chromedp.WaitVisible(chromedp.CSS(".gantt .bar.task.ok")), chromedp.WaitVisible(chromedp.CSS(".gantt .bar.post")))
-	if !eval[bool](op, "window.stillHere === undefined") {
+	if !jsEval[bool](op, "window.stillHere === undefined") {
 		t.Error("window.stillHere survived a navigation")
 	}
 	op.shot("team", "team")
