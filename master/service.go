@@ -34,8 +34,8 @@ type SessionStore interface {
 	BotTurns(ctx context.Context, guildID, botID string) (int, error)
 	// ActiveSession returns the active session of a thread, or ErrNotFound.
 	ActiveSession(ctx context.Context, threadID string) (Session, error)
-	// CatchUpPoints lists every active session with where its thread's
-	// catch-up starts.
+	// CatchUpPoints lists every active Discord session with where its
+	// thread's catch-up starts.
 	CatchUpPoints(ctx context.Context) ([]CatchUpPoint, error)
 	// Notice queues a message in an active session's thread.
 	Notice(ctx context.Context, sessionID int64, text string) error
@@ -213,6 +213,11 @@ type NewSession struct {
 	// where its reports go, besides ReportTo.
 	APIKey      string
 	CallbackURL string
+	// Surface is where people talk to the team ("" is Discord);
+	// AttachedTo, for a terminal team, the owner of the chat process
+	// that serves it.
+	Surface    Surface
+	AttachedTo string
 }
 
 // StartSession creates the team and queues its kickoff message.
@@ -237,7 +242,7 @@ func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Ro
 		OwnerID: n.OwnerID, Goal: goal, State: SessionActive, ReportTo: n.ReportTo,
 		DispatchedBy: n.DispatchedBy, DispatchedTurn: n.DispatchedTurn, DispatchDepth: n.DispatchDepth,
 		RequestedByBot: n.RequestedByBot, RequestMessageID: n.RequestMessageID,
-		APIKey: n.APIKey, CallbackURL: n.CallbackURL,
+		APIKey: n.APIKey, CallbackURL: n.CallbackURL, Surface: n.Surface, AttachedTo: n.AttachedTo,
 	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0, n.CallbackURL != ""), n.Brief, s.caps())
 	if errors.Is(err, ErrCapped) {
 		return Session{}, nil, CapRefusal(err)

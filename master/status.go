@@ -18,6 +18,7 @@ type PresenterConfig struct {
 	TypingEvery time.Duration // the typing indicator lasts about 10 s
 	Now         func() time.Time
 	Prices      Prices // for the cost a settled status message shows
+	Scope       Scope  // the sessions whose status this presenter shows
 }
 
 // settleAnyway is how long a status message waits for a reply that may
@@ -26,9 +27,10 @@ const settleAnyway = 10 * time.Minute
 
 // StatusStore is what the status presenter needs from Postgres.
 type StatusStore interface {
-	// ActiveTurns lists running turns with their tasks, and ended turns
+	// ActiveTurns lists running turns of scope's sessions with their
+	// tasks, and ended turns
 	// whose status message is not settled yet, for status messages.
-	ActiveTurns(ctx context.Context) ([]TurnStatus, error)
+	ActiveTurns(ctx context.Context, scope Scope) ([]TurnStatus, error)
 	// SetStatusMessage records the turn's status message.
 	SetStatusMessage(ctx context.Context, turnID int64, messageID string) error
 	// SettleStatus records that the turn's status message shows its end.
@@ -81,7 +83,7 @@ func (p *Presenter) Run(ctx context.Context) error {
 
 func (p *Presenter) tick(ctx context.Context) {
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	turns, err := p.store.ActiveTurns(qctx)
+	turns, err := p.store.ActiveTurns(qctx, p.cfg.Scope)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,14 +16,14 @@ import (
 const sessionColumns = `s.id, s.guild_id, s.channel_id, s.thread_id, s.owner_id, s.goal, s.state,
 	coalesce(s.report_to, ''), coalesce(s.dispatched_by, 0), s.dispatch_depth,
 	coalesce(s.api_key, ''), coalesce(s.callback_url, ''), s.prompt_tokens, s.completion_tokens, s.created_at, s.ended_at,
-	coalesce(s.requested_by_bot, ''), coalesce(s.request_message_id, '')`
+	coalesce(s.requested_by_bot, ''), coalesce(s.request_message_id, ''), s.surface, coalesce(s.attached_to, '')`
 
 func scanSession(row pgx.Row) (master.Session, error) {
 	var s master.Session
 	var ended *time.Time
 	err := row.Scan(&s.ID, &s.GuildID, &s.ChannelID, &s.ThreadID, &s.OwnerID, &s.Goal, &s.State,
 		&s.ReportTo, &s.DispatchedBy, &s.DispatchDepth, &s.APIKey, &s.CallbackURL, &s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.CreatedAt, &ended,
-		&s.RequestedByBot, &s.RequestMessageID)
+		&s.RequestedByBot, &s.RequestMessageID, &s.Surface, &s.AttachedTo)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Session{}, master.ErrNotFound
 	}
@@ -64,11 +65,12 @@ func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []
 	}
 	created, err := scanSession(tx.QueryRow(ctx, `
 		INSERT INTO sessions AS s (guild_id, channel_id, thread_id, owner_id, goal, report_to, dispatched_by, dispatch_depth, dispatched_turn,
-		                           requested_by_bot, request_message_id, api_key, callback_url)
-		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8, nullif($9, 0), nullif($10, ''), nullif($11, ''), nullif($12, ''), nullif($13, ''))
+		                           requested_by_bot, request_message_id, api_key, callback_url, surface, attached_to)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8, nullif($9, 0), nullif($10, ''), nullif($11, ''), nullif($12, ''), nullif($13, ''),
+		        $14, nullif($15, ''))
 		RETURNING `+sessionColumns,
 		sess.GuildID, sess.ChannelID, sess.ThreadID, sess.OwnerID, sess.Goal, sess.ReportTo, sess.DispatchedBy, sess.DispatchDepth, sess.DispatchedTurn,
-		sess.RequestedByBot, sess.RequestMessageID, sess.APIKey, sess.CallbackURL))
+		sess.RequestedByBot, sess.RequestMessageID, sess.APIKey, sess.CallbackURL, cmp.Or(sess.Surface, master.SurfaceDiscord), sess.AttachedTo))
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "sessions_active_thread_key" {
@@ -184,14 +186,14 @@ func (s *Store) ThreadSessions(ctx context.Context, threadID string) ([]int64, e
 	return ids, nil
 }
 
-// CatchUpPoints lists every active session with the id of the latest
-// Discord message of its thread recorded as a turn.
+// CatchUpPoints lists every active Discord session with the id of the
+// latest Discord message of its thread recorded as a turn.
 func (s *Store) CatchUpPoints(ctx context.Context) ([]master.CatchUpPoint, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT s.id, s.guild_id, s.channel_id, s.thread_id, s.created_at,
 		       coalesce((SELECT max(u.sort_key) FROM turns u
 		                 WHERE u.session_id = s.id AND u.message_id ~ '^[0-9]+$')::text, '')
-		FROM sessions s WHERE s.state = 'active' ORDER BY s.id`)
+		FROM sessions s WHERE s.state = 'active' AND s.surface = 'discord' ORDER BY s.id`)
 	if err != nil {
 		return nil, fmt.Errorf("catch-up points: %w", err)
 	}

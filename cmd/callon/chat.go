@@ -28,6 +28,9 @@ import (
 // configured for a guild never apply to them.
 const chatGuild = "terminal"
 
+// chatUser is the person at the terminal: the owner of its teams.
+const chatUser = "you"
+
 // chat runs a team in the terminal: the same master, workers, store and
 // roles as the bot, with stdin and stdout as the thread. Each line is a
 // message (the next is read once the team answered), lines starting
@@ -91,39 +94,60 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		ch, _ := listener.Subscribe()
 		return ch
 	}
+	// A chat serves the terminal teams attached to it, nothing else: the
+	// database may be a bot's, or another chat's.
+	scope := master.ChatScope(owner)
 	term := &terminal{w: stdout, changed: make(chan struct{})}
 	budget := master.Budget{SessionTokens: lim.SessionTokens, GuildDailyTokens: cfg.Caps.GuildDailyTokens}
 	svc := master.NewService(master.ServiceConfig{MaxQueued: cfg.Caps.MaxQueuedTurns}, st, roles.Roster)
-	pool := workers.New(workers.Config{ID: owner, Slots: max(lim.WorkerSlots, 1), Lease: lim.TaskLease, Heartbeat: lim.Heartbeat(),
+	pool := workers.New(workers.Config{ID: owner, Scope: scope, Slots: max(lim.WorkerSlots, 1), Lease: lim.TaskLease, Heartbeat: lim.Heartbeat(),
 		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake(),
 		Tools: toolbox{m: toolMgr, log: log}, ApprovalTimeout: cfg.Tools.ApprovalTimeout}, st, model, log)
 	cmds := master.NewCommands(master.CommandsConfig{Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roles.Roster, Budget: budget}, st, model, log)
 	orch := master.NewOrchestrator(master.OrchestratorConfig{
-		Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
+		Owner: owner, Scope: scope, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
 		History: lim.History, Budget: budget, Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
 		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 	}, st, model, log)
-	out := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Poll: 200 * time.Millisecond}, st, term, log)
-	pres := master.NewPresenter(master.PresenterConfig{Tick: 500 * time.Millisecond}, st, term, log)
-	settler := master.NewSettler(master.SettlerConfig{Poll: 500 * time.Millisecond}, st, term, log)
+	out := master.NewOutbox(master.OutboxConfig{Owner: owner, Scope: scope, RetryFor: lim.OutboxRetryFor, Wake: wake(), Poll: 200 * time.Millisecond}, st, term, log)
+	pres := master.NewPresenter(master.PresenterConfig{Tick: 500 * time.Millisecond, Scope: scope}, st, term, log)
+	settler := master.NewSettler(master.SettlerConfig{Poll: 500 * time.Millisecond, Scope: scope}, st, term, log)
 	approvals := master.NewApprovals(st, log)
-
-	thread := "chat-" + rand.Text()[:10]
-	sess, _, err := svc.StartSession(ctx, master.NewSession{GuildID: chatGuild, ChannelID: chatGuild, ThreadID: thread, OwnerID: "you", Goal: *goal})
-	if err != nil {
-		return fmt.Errorf("start the team: %s", master.ErrorMessage(err))
-	}
 
 	loops, lctx := errgroup.WithContext(ctx)
 	lctx, stopLoops := context.WithCancel(lctx)
-	for _, run := range []func(context.Context) error{listener.Run, live.Run, pool.Run, orch.Run, out.Run, pres.Run, settler.Run} {
+	defer stopLoops()
+	loops.Go(func() error { return live.Run(lctx) })
+	// The team is attached to this process once it is registered live, so
+	// that no other chat can take it while this one shows it.
+	select {
+	case <-live.Ready():
+	case <-lctx.Done():
+		stopLoops()
+		return cmp.Or(loops.Wait(), ctx.Err())
+	}
+	thread := "chat-" + rand.Text()[:10]
+	sess, _, err := svc.StartSession(ctx, master.NewSession{GuildID: chatGuild, ChannelID: chatGuild, ThreadID: thread, OwnerID: chatUser, Goal: *goal,
+		Surface: master.SurfaceTerminal, AttachedTo: owner})
+	if err != nil {
+		stopLoops()
+		_ = loops.Wait()
+		return fmt.Errorf("start the team: %s", master.ErrorMessage(err))
+	}
+	for _, run := range []func(context.Context) error{listener.Run, pool.Run, orch.Run, out.Run, pres.Run, settler.Run} {
 		loops.Go(func() error { return run(lctx) })
 	}
 	err = converse(lctx, stdin, term, svc, cmds, approvals, sess)
 	stopLoops()
 	if lerr := loops.Wait(); lerr != nil && !errors.Is(lerr, context.Canceled) && err == nil {
 		err = lerr
+	}
+	// A team left running waits for the next `callon chat --resume`.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if derr := st.DetachSession(dctx, sess.ID, owner); derr != nil {
+		log.Warn("detach the team", "session_id", sess.ID, "err", derr)
 	}
 	return err
 }
@@ -139,7 +163,7 @@ func converse(ctx context.Context, stdin io.Reader, term *terminal, svc *master.
 	term.say("Type a message for the team; /team shows it, /replan [what to change] reorganizes it, /dissolve ends it.")
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 64<<10), 1<<20)
-	me := master.Actor{UserID: "you", Permissions: master.PermAdministrator}
+	me := master.Actor{UserID: chatUser}
 	seq := master.Snowflake(time.Now())
 	for in.Scan() {
 		line := strings.TrimSpace(in.Text())
@@ -175,7 +199,7 @@ func converse(ctx context.Context, stdin io.Reader, term *terminal, svc *master.
 				continue
 			}
 			seen := term.seen()
-			a, err := approvals.Decide(ctx, id, verb == "/approve", me)
+			a, err := approvals.DecideIn(ctx, sess.ID, id, verb == "/approve", me)
 			if err != nil {
 				term.say(master.ErrorMessage(err))
 				continue
@@ -190,7 +214,7 @@ func converse(ctx context.Context, stdin io.Reader, term *terminal, svc *master.
 			seq++
 			seen := term.seen()
 			if _, err := svc.HandleMessage(ctx, master.Incoming{ID: strconv.FormatInt(seq, 10), GuildID: chatGuild,
-				ChannelID: sess.ThreadID, AuthorID: "you", Content: line}); err != nil {
+				ChannelID: sess.ThreadID, AuthorID: chatUser, Content: line}); err != nil {
 				return fmt.Errorf("record the message: %w", err)
 			}
 			if err := term.waitFor(ctx, seen, answered...); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -171,7 +172,8 @@ func TestMigrate(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": storetest.EmptyURL(t)}
 	out, _, err := runCmd(t, env, "migrate")
-	if err != nil || !strings.Contains(out, "applied 11 migration") {
+	migrations, _ := filepath.Glob("../../store/migrations/*.sql")
+	if err != nil || len(migrations) == 0 || !strings.Contains(out, fmt.Sprintf("applied %d migration", len(migrations))) {
 		t.Fatalf("first migrate: %q, %v", out, err)
 	}
 	out, _, err = runCmd(t, env, "migrate")
