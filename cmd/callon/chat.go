@@ -88,6 +88,9 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	owner := master.NewOwner()
 	model := llm.NewRouter(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
 		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, providerConfigs(cfg), log)
+	if err := checkChatModels(ctx, model, cfg); err != nil {
+		return err
+	}
 	listener := st.NewListener()
 	live := st.NewLiveness(owner)
 	wake := func() <-chan string {

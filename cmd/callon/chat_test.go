@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -105,5 +106,26 @@ func TestChatApproval(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("the chat lacks %q; it printed:\n%s", want, got)
 		}
+	}
+}
+
+// A chat whose model server cannot be reached stops at once, naming the
+// URL and the variable to set, instead of retrying every message.
+func TestChatUnreachableModel(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String() + "/v1"
+	l.Close()
+	env := map[string]string{"DATABASE_URL": storetest.URL(t), "OPENAI_BASE_URL": url, "OPENAI_API_KEY": "k", "LOG_LEVEL": "error"}
+	var out, errOut syncBuffer
+	err = run(t.Context(), []string{"chat", "--goal", "Anything"}, func(k string) string { return env[k] }, strings.NewReader("hi\n"), &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach "+url+": is Ollama") || !strings.Contains(err.Error(), "set OPENAI_BASE_URL") {
+		t.Fatalf("callon chat returned %v; want it to say it cannot reach %s and to name OPENAI_BASE_URL", err, url)
+	}
+	if out.String() != "" {
+		t.Errorf("the chat printed %q before it stopped, want nothing", out.String())
 	}
 }
