@@ -98,3 +98,33 @@ func TestDependencyRules(t *testing.T) {
 		}
 	}
 }
+
+// deps lists what a package links, itself included.
+func deps(t *testing.T, path string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", path)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", path, err, stderr.String())
+	}
+	return strings.Fields(out.String())
+}
+
+// The binary links the fake model server the demo and the bench use,
+// llm/llmfake, which is production code: no testing import, and not its
+// test adapter llm/llmtest. (bot/discordtest still brings testing in,
+// for callon bench: issue #24.)
+func TestTheBinaryLinksNoTestAdapterOfTheFakeModel(t *testing.T) {
+	t.Parallel()
+	for _, d := range deps(t, module+"/llm/llmfake") {
+		if d == "testing" || (under(d, module) && strings.HasSuffix(d, "test")) {
+			t.Errorf("llm/llmfake links %s: it is production code (callon chat --demo, callon bench)", d)
+		}
+	}
+	for _, d := range deps(t, module+"/cmd/callon") {
+		if d == module+"/llm/llmtest" {
+			t.Errorf("cmd/callon links %s, a test helper: use llm/llmfake", d)
+		}
+	}
+}
