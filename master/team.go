@@ -163,8 +163,8 @@ func RenderTeam(v TeamView, workerModel string) Embed {
 		events.WriteString("None yet.")
 	}
 	e.Fields = append(e.Fields, EmbedField{Name: "Latest events", Value: events.String()})
-	spent := fmt.Sprintf("Tokens used: %d (%d prompt, %d completion)",
-		v.Session.Usage.Total(), v.Session.Usage.PromptTokens, v.Session.Usage.CompletionTokens)
+	spent := fmt.Sprintf("Tokens used: %s (%s prompt, %s completion)",
+		Tokens(v.Session.Usage.Total()), Tokens(v.Session.Usage.PromptTokens), Tokens(v.Session.Usage.CompletionTokens))
 	if v.Budget > 0 {
 		spent += fmt.Sprintf(" of a budget of %s", Tokens(v.Budget))
 	}

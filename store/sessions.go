@@ -232,12 +232,15 @@ func (s *Store) Notice(ctx context.Context, sessionID int64, text string) error 
 	return tx.Commit(ctx)
 }
 
-// SessionStats counts a session's turns and tasks.
+// SessionStats counts a session's turns and tasks, and reads its tokens.
 func (s *Store) SessionStats(ctx context.Context, sessionID int64) (master.SessionStats, error) {
 	st := master.SessionStats{TasksDone: map[string]int{}}
 	if err := s.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM turns WHERE session_id = $1),
-		(SELECT count(*) FROM tasks WHERE session_id = $1)`, sessionID).Scan(&st.Turns, &st.Tasks); err != nil {
+		(SELECT count(*) FROM tasks WHERE session_id = $1),
+		coalesce((SELECT prompt_tokens FROM sessions WHERE id = $1), 0),
+		coalesce((SELECT completion_tokens FROM sessions WHERE id = $1), 0)`, sessionID).Scan(
+		&st.Turns, &st.Tasks, &st.Usage.PromptTokens, &st.Usage.CompletionTokens); err != nil {
 		return st, fmt.Errorf("session stats: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT role, count(*) FROM tasks WHERE session_id = $1 AND state = 'done' GROUP BY role`, sessionID)

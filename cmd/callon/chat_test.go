@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"net"
+	"regexp"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -70,6 +71,11 @@ func TestChat(t *testing.T) {
 	}
 	if strings.Index(got, "Hello from the coordinator.") > strings.Index(got, "The poet wrote") {
 		t.Errorf("answers out of order:\n%s", got)
+	}
+	// The summary counts the tokens the team used, not those of the team
+	// as it was when the chat started (0).
+	if !regexp.MustCompile(`and used [1-9][0-9,]* tokens`).MatchString(got) {
+		t.Errorf("the closing summary does not count the team's tokens:\n%s", got)
 	}
 }
 
