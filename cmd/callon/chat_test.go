@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"net"
-	"regexp"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
