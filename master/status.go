@@ -164,7 +164,7 @@ func (p *Presenter) show(ctx context.Context, ts TurnStatus) {
 // RenderStatus is the status message of a running turn.
 func RenderStatus(ts TurnStatus, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "⏳ **Team at work** · round %d · %s\n", ts.Turn.Round, Elapsed(now.Sub(ts.StartedAt)))
+	fmt.Fprintf(&b, "%s **Team at work** · round %d · %s\n", statusWorking, ts.Turn.Round, Elapsed(now.Sub(ts.StartedAt)))
 	for _, t := range currentRound(ts) {
 		fmt.Fprintf(&b, "• **%s** — %s", t.Role, stateLabel(t.State))
 		if p, ok := ts.Progress[t.ID]; ok && t.State == TaskRunning {
@@ -184,6 +184,14 @@ func RenderStatus(ts TurnStatus, now time.Time) string {
 	}
 	return Truncate(strings.TrimSpace(b.String()), MaxMessageLen)
 }
+
+// statusWorking starts the status message of a turn at work, and only it.
+const statusWorking = "⏳"
+
+// StatusSettled reports whether a status message's text is settled (its
+// turn has ended: SettledStatus), for a surface that shows the status in
+// place until then.
+func StatusSettled(text string) bool { return !strings.HasPrefix(text, statusWorking) }
 
 // SettledStatus is the status message once its turn has ended, with the
 // tokens its team has used so far and, when prices give it, their cost.

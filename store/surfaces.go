@@ -41,3 +41,27 @@ func (s *Store) DetachSession(ctx context.Context, sessionID int64, owner string
 	}
 	return nil
 }
+
+// LastExchanges returns up to limit of a session's last finished turns,
+// oldest first, each with the last answer the team posted for it: what
+// a resumed chat shows first.
+func (s *Store) LastExchanges(ctx context.Context, sessionID int64, limit int) ([]master.Exchange, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT u.id, u.author_id, u.author_bot, u.content,
+		       coalesce((SELECT string_agg(o.content, E'\n' ORDER BY o.part) FROM outbox o
+		                 WHERE o.turn_id = u.id AND o.kind = last.kind AND o.seq = last.seq), ''),
+		       coalesce(last.kind = 'question', false)
+		FROM (SELECT id, author_id, author_bot, content, sort_key FROM turns
+		      WHERE session_id = $1 AND state IN ('done', 'waiting')
+		      ORDER BY sort_key DESC, id DESC LIMIT $2) u
+		LEFT JOIN LATERAL (
+			SELECT o.kind, o.seq FROM outbox o
+			WHERE o.turn_id = u.id AND o.kind IN ('reply', 'question')
+			ORDER BY o.id DESC LIMIT 1
+		) last ON true
+		ORDER BY u.sort_key, u.id`, sessionID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("last exchanges: %w", err)
+	}
+	return collectHistory(rows)
+}

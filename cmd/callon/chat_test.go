@@ -106,7 +106,7 @@ func TestChatApproval(t *testing.T) {
 	for _, want := range []string{
 		"team › 🔐 **engineer** asks to call **ops.counter**",
 		"(answer /approve 1 or /deny 1)",
-		"✅ Approved by <@you>",
+		"✅ Approved by you",
 		"TOOL SAID: call 1 by process",
 	} {
 		if !strings.Contains(got, want) {
@@ -133,5 +133,40 @@ func TestChatUnreachableModel(t *testing.T) {
 	}
 	if out.String() != "" {
 		t.Errorf("the chat printed %q before it stopped, want nothing", out.String())
+	}
+}
+
+// A chat that ends leaves its team for callon chat --resume, which shows
+// its last exchanges and goes on with it; a new chat meanwhile has a team
+// of its own and never shows the other's.
+func TestChatResume(t *testing.T) {
+	t.Parallel()
+	ai := llmtest.New(t, llmtest.Switch(llmtest.Match(masterPrompt, func(r llmtest.Request) llmtest.Reply {
+		return reply("echo: " + r.LastUser())
+	})))
+	env := map[string]string{"DATABASE_URL": storetest.URL(t), "OPENAI_BASE_URL": ai.URL(), "OPENAI_API_KEY": ai.APIKey(), "LOG_LEVEL": "warn"}
+	first := startChat(t, env, "--goal", "Remember me")
+	first.waitFor(t, "Team assembled")
+	first.say(t, "first message")
+	first.waitFor(t, "echo: you: first message")
+	first.in.Close()
+	first.waitFor(t, "callon chat --resume reopens it (team #1)")
+
+	other := startChat(t, env, "--goal", "Another team")
+	other.waitFor(t, "New team #2")
+	again := startChat(t, env, "--resume")
+	again.waitFor(t, "Resumed team #1 · Remember me")
+	again.waitFor(t, "you › first message\nteam › echo: you: first message")
+	again.say(t, "second message")
+	again.waitFor(t, "echo: you: second message")
+	again.say(t, "/dissolve")
+	again.waitFor(t, "Team dissolved")
+	other.in.Close()
+	other.waitFor(t, "reopens it (team #2)")
+	if got := other.out.String(); strings.Contains(got, "first message") || strings.Contains(got, "second message") {
+		t.Errorf("the other chat showed the resumed team's messages:\n%s", got)
+	}
+	if got := again.out.String(); strings.Contains(got, "Team assembled") {
+		t.Errorf("the resumed chat showed the kickoff again:\n%s", got)
 	}
 }

@@ -62,8 +62,9 @@ func (w *watched) String() string {
 	return w.b.String()
 }
 
-// waitFor waits until the output contains s.
-func (w *watched) waitFor(t *testing.T, s string) {
+// waitFor waits until the output contains s; it fails the test when
+// ended says the process ended first.
+func (w *watched) waitFor(t *testing.T, s string, ended <-chan error) {
 	t.Helper()
 	deadline := time.NewTimer(30 * time.Second)
 	defer deadline.Stop()
@@ -76,6 +77,8 @@ func (w *watched) waitFor(t *testing.T, s string) {
 		}
 		select {
 		case <-changed:
+		case err := <-ended:
+			t.Fatalf("the process ended (%v) before it printed %q; the output is:\n%s", err, s, got)
 		case <-deadline.C:
 			t.Fatalf("waited 30 s for %q; the output is:\n%s", s, got)
 		}
@@ -113,6 +116,12 @@ func startChat(t *testing.T, env map[string]string, args ...string) *chatProc {
 	return c
 }
 
+// waitFor waits until the chat printed s.
+func (c *chatProc) waitFor(t *testing.T, s string) {
+	t.Helper()
+	c.out.waitFor(t, s, c.done)
+}
+
 // say types a line into the chat.
 func (c *chatProc) say(t *testing.T, line string) {
 	t.Helper()
@@ -129,14 +138,18 @@ func TestSurfacesShareOneDatabase(t *testing.T) {
 	t.Parallel()
 	w := setup(t, surfaceScript(), "CALLON_MASTER_MODEL", "master-bot", "CALLON_WORKER_MODEL", "worker-bot")
 	thread := w.team("Discord things")
+	// The chats' model server lists their models (they check at start);
+	// it answers as the bot's does.
+	ai := llmtest.New(t, surfaceScript(), llmtest.WithModels("master-a", "worker-a", "master-b", "worker-b"))
 	chats := map[string]*chatProc{}
 	for _, name := range []string{"a", "b"} {
 		env := maps.Clone(w.env)
 		delete(env, "DISCORD_TOKEN")
+		env["OPENAI_BASE_URL"], env["OPENAI_API_KEY"] = ai.URL(), ai.APIKey()
 		env["CALLON_MASTER_MODEL"], env["CALLON_WORKER_MODEL"] = "master-"+name, "worker-"+name
 		env["LOG_LEVEL"] = "warn"
 		chats[name] = startChat(t, env, "--goal", "Chat "+name+" things")
-		chats[name].out.waitFor(t, "Team assembled")
+		chats[name].waitFor(t, "Team assembled")
 	}
 	// Everything at once: three masters and three workers may claim.
 	msg := w.say(thread, "from discord")
@@ -148,14 +161,14 @@ func TestSurfacesShareOneDatabase(t *testing.T) {
 		t.Errorf("the Discord thread's reply is %q, want master-bot's merge of worker-bot's work on it", got)
 	}
 	for name, c := range chats {
-		c.out.waitFor(t, "from chat "+name+"\n")
+		c.waitFor(t, "from chat "+name+"\n")
 		if got := c.out.String(); !answeredBy(got, name, "from chat "+name) {
 			t.Errorf("chat %s printed\n%s\nwant master-%s's merge of worker-%s's work on its message", name, got, name, name)
 		}
 	}
 	for name, c := range chats {
 		c.say(t, "/dissolve")
-		c.out.waitFor(t, "Team dissolved")
+		c.waitFor(t, "Team dissolved")
 		got := c.out.String()
 		if n := strings.Count(got, "Team assembled"); n != 1 {
 			t.Errorf("chat %s printed %d kickoffs, want its own only:\n%s", name, n, got)

@@ -70,11 +70,14 @@ func TestDependencyRules(t *testing.T) {
 		{"the Prometheus client is imported only in metrics", func(from, to string) bool {
 			return under(to, "github.com/prometheus/") && !under(from, module+"/metrics")
 		}},
+		{"the terminal UI libraries are imported only in terminal", func(from, to string) bool {
+			return under(to, "github.com/charmbracelet/") && !under(from, module+"/terminal")
+		}},
 		{"workers never import bot: workers cannot post", func(from, to string) bool {
 			return under(from, module+"/workers") && under(to, module+"/bot")
 		}},
 		{"only cmd/callon wires the adapters together", func(from, to string) bool {
-			adapters := []string{"/bot", "/store", "/llm", "/workers", "/webhook", "/tools", "/metrics"}
+			adapters := []string{"/bot", "/store", "/llm", "/workers", "/webhook", "/tools", "/metrics", "/terminal"}
 			if !under(from, module) || under(from, module+"/cmd") {
 				return false
 			}
