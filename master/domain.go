@@ -51,8 +51,12 @@ type Session struct {
 	// terminal team, the chat process that shows it ("" when none does).
 	Surface    Surface
 	AttachedTo string
-	CreatedAt  time.Time
-	EndedAt    time.Time // zero while active
+	// DormantSince is when the team went dormant (idle, or its thread
+	// archived): it counts against no cap until a message wakes it. Zero
+	// while it is awake.
+	DormantSince time.Time
+	CreatedAt    time.Time
+	EndedAt      time.Time // zero while active
 }
 
 // Role is a member of a team: a specialist with its own prompt and model.

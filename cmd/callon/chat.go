@@ -254,6 +254,9 @@ func banner(f chatFlags, sess master.Session, logPath string) []string {
 	if f.demo {
 		lines = append(lines, "DEMO: a script built into callon plays the team's model. No AI is called; the answers are canned.")
 	}
+	if !sess.DormantSince.IsZero() {
+		lines = append(lines, fmt.Sprintf("The team has been dormant since %s: your next message wakes it.", sess.DormantSince.Local().Format("2 Jan 15:04")))
+	}
 	if logPath != "" {
 		lines = append(lines, "Log: "+logPath)
 	}

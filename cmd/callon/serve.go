@@ -105,6 +105,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	// Every process may purge; one at a time does (an advisory lock).
 	retention := master.NewRetention(master.RetentionConfig{Keep: cfg.Caps.Retention}, st, log)
 	g.Go(func() error { return retention.Run(ctx) })
+	// Every process may put idle teams to sleep; the claim skips rows
+	// another one is changing.
+	dormancy := master.NewDormancy(master.DormancyConfig{Idle: cfg.Caps.SessionIdle}, st, log)
+	g.Go(func() error { return dormancy.Run(ctx) })
 	wake := func() <-chan string {
 		ch, _ := listener.Subscribe()
 		return ch
