@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -43,7 +45,9 @@ func TestChat(t *testing.T) {
 			reply("Hello from the coordinator."),
 			delegate(task{Role: "poet", Instruction: "write a haiku"}),
 			reply("The poet wrote: old pond, frog."))),
-		llmtest.Match("You are the poet", llmtest.Seq(report("old pond, frog")))))
+		llmtest.Match("You are the poet", llmtest.Seq(report("old pond, frog"))),
+		llmtest.Match("You reorganize a team", llmtest.Seq(llmtest.Call("replan", map[string]any{"reason": "asked for a critic",
+			"roles": []map[string]string{{"name": "poet", "description": "Writes poems"}, {"name": "critic", "description": "Judges poems"}}})))))
 	roles := filepath.Join(t.TempDir(), "roles.yaml")
 	if err := os.WriteFile(roles, []byte("roles:\n  - name: poet\n    description: Writes poems\n    prompt: You write short poems.\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -51,7 +55,7 @@ func TestChat(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": storetest.URL(t), "OPENAI_BASE_URL": ai.URL(), "OPENAI_API_KEY": ai.APIKey(),
 		"CALLON_SWEEP_INTERVAL": "1s", "LOG_LEVEL": "error"}
 	var out, errOut syncBuffer
-	in := strings.NewReader("hi there\nwrite me a haiku\n/team\n/dissolve\n")
+	in := strings.NewReader("hi there\nwrite me a haiku\n/replan add a critic\n/team\n/dissolve\n")
 	err := run(t.Context(), []string{"chat", "--goal", "Poetry night", "--channel-roles", roles},
 		func(k string) string { return env[k] }, in, &out, &errOut)
 	if err != nil {
@@ -71,6 +75,10 @@ func TestChat(t *testing.T) {
 	}
 	if strings.Index(got, "Hello from the coordinator.") > strings.Index(got, "The poet wrote") {
 		t.Errorf("answers out of order:\n%s", got)
+	}
+	// /replan's outcome is the team's notice, printed once.
+	if n := strings.Count(got, "asked for a critic"); n != 1 {
+		t.Errorf("the replan's outcome is printed %d times, want once:\n%s", n, got)
 	}
 	// The summary counts the tokens the team used, not those of the team
 	// as it was when the chat started (0).
@@ -112,6 +120,11 @@ func TestChatApproval(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("the chat lacks %q; it printed:\n%s", want, got)
 		}
+	}
+	// The decision is printed once, when it is made: before the reply it
+	// led to, not again when the request's message is settled.
+	if n := strings.Count(got, "Approved by you"); n != 1 || strings.Index(got, "Approved by you") > strings.Index(got, "TOOL SAID") {
+		t.Errorf("the decision is printed %d times, or after the reply:\n%s", n, got)
 	}
 }
 
@@ -168,5 +181,26 @@ func TestChatResume(t *testing.T) {
 	}
 	if got := again.out.String(); strings.Contains(got, "Team assembled") {
 		t.Errorf("the resumed chat showed the kickoff again:\n%s", got)
+	}
+}
+
+// An interrupted chat (Ctrl-C in a script's terminal: its context ends)
+// leaves its team for --resume and exits cleanly.
+func TestChatInterrupted(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": storetest.URL(t), "LOG_LEVEL": "warn"}
+	r, w := io.Pipe()
+	defer w.Close()
+	out := newWatched()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"chat", "--demo"}, func(k string) string { return env[k] }, r, out, io.Discard) }()
+	out.waitFor(t, "Team assembled", done)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("an interrupted chat returned %v, want nil", err)
+	}
+	if got := out.String(); !strings.Contains(got, "callon chat --resume reopens it (team #1)") {
+		t.Errorf("an interrupted chat printed:\n%s\nwant how to resume its team", got)
 	}
 }
