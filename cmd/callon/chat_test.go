@@ -194,7 +194,9 @@ func TestChatInterrupted(t *testing.T) {
 	out := newWatched()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"chat", "--demo"}, func(k string) string { return env[k] }, r, out, io.Discard) }()
+	go func() {
+		done <- run(ctx, []string{"chat", "--demo"}, func(k string) string { return env[k] }, r, out, io.Discard)
+	}()
 	out.waitFor(t, "Team assembled", done)
 	cancel()
 	if err := <-done; err != nil {
