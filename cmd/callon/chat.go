@@ -127,8 +127,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		return err
 	}
 	lim := cfg.Limits
-	model := llm.NewRouter(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
-		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, providerConfigs(cfg), log)
+	model := modelRouter(cfg, log)
 	if err := checkChatModels(ctx, model, cfg); err != nil {
 		return err
 	}
@@ -169,7 +168,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	orch := master.NewOrchestrator(master.OrchestratorConfig{
 		Owner: owner, Scope: scope, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
 		History: lim.History, Budget: budget, Lease: lim.TaskLease, Wake: wake(), Catalog: roster,
-		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
+		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls, Instructions: cfg.MasterPrompt,
 	}, st, model, log)
 	sender := master.NewOutbox(master.OutboxConfig{Owner: owner, Scope: scope, RetryFor: lim.OutboxRetryFor, Wake: wake(), Poll: 200 * time.Millisecond}, st, out, log)
 	pres := master.NewPresenter(master.PresenterConfig{Tick: 500 * time.Millisecond, Scope: scope}, st, out, log)
@@ -328,7 +327,7 @@ func (t *chatTeam) Decide(ctx context.Context, id int64, approve bool) (master.A
 func providerConfigs(cfg config.Config) map[string]llm.Config {
 	out := map[string]llm.Config{}
 	for _, p := range cfg.Providers {
-		out[p.Name] = llm.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers}
+		out[p.Name] = llm.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers, ToolDialect: p.ToolDialect}
 	}
 	return out
 }

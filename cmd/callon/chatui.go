@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -42,22 +43,30 @@ func chatLog(getenv func(string) string, tui, verbose bool, m *terminal.Messenge
 	case verbose:
 		return "", &logLines{m: m}, func() {}, nil
 	}
-	dir := getenv("XDG_STATE_HOME")
-	if dir == "" && getenv("HOME") != "" {
-		dir = filepath.Join(getenv("HOME"), ".local", "state")
+	var dirs []string
+	if d := getenv("XDG_STATE_HOME"); d != "" {
+		dirs = append(dirs, d)
+	} else if h := getenv("HOME"); h != "" {
+		dirs = append(dirs, filepath.Join(h, ".local", "state"))
 	}
-	if dir == "" {
-		dir = os.TempDir()
+	// A container's user may have no home it can write: the temporary
+	// directory then.
+	dirs = append(dirs, os.TempDir())
+	var errs []error
+	for _, dir := range dirs {
+		path = filepath.Join(dir, "callon", "chat.log")
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return path, file, func() { file.Close() }, nil
 	}
-	path = filepath.Join(dir, "callon", "chat.log")
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", nil, nil, fmt.Errorf("the chat's log: %w (or run with --verbose)", err)
-	}
-	file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("the chat's log: %w (or run with --verbose)", err)
-	}
-	return path, file, func() { file.Close() }, nil
+	return "", nil, nil, fmt.Errorf("the chat's log: %w (or run with --verbose)", errors.Join(errs...))
 }
 
 // logLines shows log lines in the chat.
