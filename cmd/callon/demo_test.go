@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -29,7 +30,6 @@ func TestChatDemo(t *testing.T) {
 	c.say(t, "/dissolve")
 	c.waitFor(t, "Team dissolved")
 	got := c.out.String()
-	t.Log(got)
 	for _, want := range []string{
 		"DEMO: a script built into callon plays the team's model",
 		"team › 🔐 **engineer** asks to call **demo.roll_dice**",
@@ -46,4 +46,32 @@ func TestChatDemo(t *testing.T) {
 	if n := strings.Count(got, "(🎭 Scripted demo: no AI model wrote this."); n != replies || n != 4 {
 		t.Errorf("%d answers say they are scripted, of %d; want all 4 (menu, question, plan, dice):\n%s", n, replies, got)
 	}
+}
+
+// The README's first recipe, as written: its `go run ./cmd/callon …` line
+// on a fresh database with nothing but DATABASE_URL, and a reply.
+func TestReadmeFirstRecipe(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := strings.Index(string(readme), "### 1.")
+	if first < 0 {
+		t.Fatal(`README.md has no "### 1." recipe`)
+	}
+	var args []string
+	for _, line := range strings.Split(string(readme[first:]), "\n") {
+		if cmd, ok := strings.CutPrefix(strings.TrimSpace(line), "go run ./cmd/callon "); ok {
+			args = strings.Fields(cmd)
+			break
+		}
+	}
+	if len(args) == 0 || args[0] != "chat" {
+		t.Fatalf("the first recipe runs %q, want a callon chat", args)
+	}
+	c := startChat(t, map[string]string{"DATABASE_URL": storetest.URL(t)}, args[1:]...)
+	c.waitFor(t, "Team assembled")
+	c.say(t, "hi")
+	c.waitFor(t, "Scripted demo")
 }

@@ -133,5 +133,4 @@ func TestChatTerminal(t *testing.T) {
 	if got := scr.text(); strings.Contains(got, "<@you>") || strings.Contains(got, "<t:") {
 		t.Errorf("the terminal shows Discord markup:\n%s", got)
 	}
-	t.Log(scr.text())
 }
