@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/callonbot/callon/master"
 )
 
@@ -64,4 +66,19 @@ func (s *Store) LastExchanges(ctx context.Context, sessionID int64, limit int) (
 		return nil, fmt.Errorf("last exchanges: %w", err)
 	}
 	return collectHistory(rows)
+}
+
+// PendingApprovals lists a session's requests still waiting for a
+// decision, oldest first: a resumed chat shows them again.
+func (s *Store) PendingApprovals(ctx context.Context, sessionID int64) ([]master.Approval, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+approvalColumns+` FROM `+approvalFrom+`
+		WHERE a.session_id = $1 AND a.state = 'pending' ORDER BY a.id`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("pending approvals: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Approval, error) { return scanApproval(r) })
+	if err != nil {
+		return nil, fmt.Errorf("pending approvals: %w", err)
+	}
+	return list, nil
 }

@@ -17,9 +17,10 @@ type Options struct {
 	// Intro is printed first, a line each: the banner.
 	Intro []string
 	// Recent are the team's last exchanges, shown after Intro when a chat
-	// resumes a team.
-	Recent []master.Exchange
-	Words  Words
+	// resumes a team; Pending its requests still waiting for a decision.
+	Recent  []master.Exchange
+	Pending []master.Approval
+	Words   Words
 }
 
 // answers are the messages a line-mode chat waits for after a message:
@@ -34,13 +35,16 @@ var answers = []master.OutKind{master.OutReply, master.OutQuestion, master.OutAp
 // are printed once, settled; Discord's markup is translated but Markdown
 // is left as it is.
 func RunLines(ctx context.Context, in io.Reader, out io.Writer, team Team, m *Messenger, opt Options) (Outcome, error) {
-	p := &printer{w: out, words: opt.Words, changed: make(chan struct{}), decided: map[int64]bool{}}
+	p := &printer{w: out, words: opt.Words, changed: make(chan struct{}), decided: map[int64]bool{}, asked: map[int64]bool{}}
 	for _, l := range opt.Intro {
 		p.say(Clean(l))
 	}
 	for _, e := range opt.Recent {
 		p.say("you › " + p.plain(e.Message))
 		p.say("team › " + p.plain(e.Answer))
+	}
+	for _, a := range opt.Pending {
+		p.show(Event{Kind: Asked, Out: master.OutApproval, Approval: a.ID, Text: master.ApprovalText(a)})
 	}
 	shown := make(chan struct{})
 	defer func() { m.Close(); <-shown }()
@@ -155,6 +159,7 @@ type printer struct {
 	posted  []master.OutKind // the kind of every message printed, in order
 	changed chan struct{}    // closed and replaced at every message
 	decided map[int64]bool   // requests decided here: their outcome is printed
+	asked   map[int64]bool   // requests shown
 }
 
 func (p *printer) say(text string) {
@@ -177,6 +182,10 @@ func (p *printer) show(ev Event) {
 		}
 		fmt.Fprintln(p.w, "  "+text)
 	case Asked:
+		if p.asked[ev.Approval] {
+			return // shown when the chat resumed the team
+		}
+		p.asked[ev.Approval] = true
 		fmt.Fprintln(p.w, "team › "+text)
 		fmt.Fprintf(p.w, "        (answer /approve %d or /deny %d)\n", ev.Approval, ev.Approval)
 	case Settled:

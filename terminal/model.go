@@ -44,15 +44,16 @@ type ask struct {
 
 // model is the chat's bubbletea model.
 type model struct {
-	ctx    context.Context
-	team   Team
-	m      *Messenger
-	words  Words
-	intro  []string
-	recent []master.Exchange
-	st     styles
-	md     *glamour.TermRenderer
-	width  int
+	ctx     context.Context
+	team    Team
+	m       *Messenger
+	words   Words
+	intro   []string
+	recent  []master.Exchange
+	pending []master.Approval
+	st      styles
+	md      *glamour.TermRenderer
+	width   int
 
 	input   textinput.Model
 	history []string
@@ -93,7 +94,7 @@ func newModel(ctx context.Context, team Team, m *Messenger, opt Options, r *lipg
 	in.Placeholder = "a message for the team, or /help"
 	in.CharLimit = 4000
 	in.Focus()
-	mdl := &model{ctx: ctx, team: team, m: m, words: opt.Words, intro: opt.Intro, recent: opt.Recent, st: newStyles(r), input: in,
+	mdl := &model{ctx: ctx, team: team, m: m, words: opt.Words, intro: opt.Intro, recent: opt.Recent, pending: opt.Pending, st: newStyles(r), input: in,
 		decided: map[int64]bool{}, width: 80}
 	mdl.input.PromptStyle = mdl.st.prompt
 	mdl.setWidth(80)
@@ -118,6 +119,10 @@ func (m *model) Init() tea.Cmd {
 			continue
 		}
 		m.queue = append(m.queue, m.st.faint.Render(Clean(l)))
+	}
+	for _, a := range m.pending {
+		m.asks = append(m.asks, ask{id: a.ID, text: master.ApprovalText(a)})
+		m.mode = approving
 	}
 	for _, e := range m.recent {
 		m.queue = append(m.queue, m.st.you.Render("you ›")+" "+m.words.Translate(e.Message), m.st.team.Render("team ›")+"\n"+m.render(e.Answer))
@@ -397,6 +402,9 @@ func (m *model) decidedOne(a master.Approval, err error) tea.Cmd {
 		m.note = master.ErrorMessage(err)
 		return nil
 	}
+	if m.decided[a.ID] {
+		return nil // a second key press: shown once
+	}
 	m.decided[a.ID] = true
 	m.dropAsk(a.ID)
 	return m.print(m.render(master.ApprovalText(a)))
@@ -437,6 +445,11 @@ func (m *model) event(ev Event) tea.Cmd {
 		}
 		m.lives = append(m.lives, live{id: ev.ID, text: ev.Text})
 	case Asked:
+		for _, a := range m.asks {
+			if a.id == ev.Approval {
+				return nil // shown when the chat resumed the team
+			}
+		}
 		m.asks = append(m.asks, ask{id: ev.Approval, msgID: ev.ID, text: ev.Text})
 		if m.mode == typing && m.input.Value() == "" {
 			m.mode = approving

@@ -187,7 +187,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		stopLoops()
 		return cmp.Or(loops.Wait(), ctx.Err())
 	}
-	sess, recent, err := openTeam(ctx, f, st, svc, owner)
+	sess, recent, pending, err := openTeam(ctx, f, st, svc, owner)
 	if err != nil {
 		stopLoops()
 		_ = loops.Wait()
@@ -197,7 +197,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		loops.Go(func() error { return run(lctx) })
 	}
 	team := &chatTeam{sess: sess, svc: svc, cmds: cmds, approvals: approvals, store: st}
-	opt := terminal.Options{Intro: banner(f, sess, logPath), Recent: recent, Words: terminal.Words{Names: chatNames}}
+	opt := terminal.Options{Intro: banner(f, sess, logPath), Recent: recent, Pending: pending, Words: terminal.Words{Names: chatNames}}
 	var outcome terminal.Outcome
 	if ui != nil {
 		outcome, err = ui.run(lctx, team, out, opt)
@@ -221,26 +221,31 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 }
 
 // openTeam starts the chat's team, or with --resume attaches the last
-// one, and returns it with its last exchanges.
-func openTeam(ctx context.Context, f chatFlags, st *store.Store, svc *master.Service, owner string) (master.Session, []master.Exchange, error) {
+// one, and returns it with its last exchanges and the requests waiting
+// for a decision (their messages were shown by the chat that left it).
+func openTeam(ctx context.Context, f chatFlags, st *store.Store, svc *master.Service, owner string) (master.Session, []master.Exchange, []master.Approval, error) {
 	if !f.resume {
 		thread := "chat-" + rand.Text()[:10]
 		sess, _, err := svc.StartSession(ctx, master.NewSession{GuildID: chatGuild, ChannelID: chatGuild, ThreadID: thread, OwnerID: chatUser,
 			Goal: f.goal, Surface: master.SurfaceTerminal, AttachedTo: owner})
 		if err != nil {
-			return sess, nil, fmt.Errorf("start the team: %s", master.ErrorMessage(err))
+			return sess, nil, nil, fmt.Errorf("start the team: %s", master.ErrorMessage(err))
 		}
-		return sess, nil, nil
+		return sess, nil, nil, nil
 	}
 	sess, err := st.ResumeSession(ctx, owner)
 	if errors.Is(err, master.ErrNotFound) {
-		return sess, nil, errors.New(`there is no team to resume (or every one is open in another chat): start one with callon chat --goal "…"`)
+		return sess, nil, nil, errors.New(`there is no team to resume (or every one is open in another chat): start one with callon chat --goal "…"`)
 	}
 	if err != nil {
-		return sess, nil, err
+		return sess, nil, nil, err
 	}
 	recent, err := st.LastExchanges(ctx, sess.ID, 3)
-	return sess, recent, err
+	if err != nil {
+		return sess, nil, nil, err
+	}
+	pending, err := st.PendingApprovals(ctx, sess.ID)
+	return sess, recent, pending, err
 }
 
 // banner is what a chat says first: its team, and where its log goes.

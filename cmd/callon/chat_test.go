@@ -206,3 +206,35 @@ func TestChatInterrupted(t *testing.T) {
 		t.Errorf("an interrupted chat printed:\n%s\nwant how to resume its team", got)
 	}
 }
+
+// A request for approval left undecided by a chat that ended is shown
+// again by the chat that resumes its team, and can be decided there.
+func TestChatResumeShowsWaitingRequests(t *testing.T) {
+	t.Parallel()
+	counter := filepath.Join(t.TempDir(), "counter")
+	ai := llmtest.New(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, masterFor(1)),
+		llmtest.Match("You are the engineer", callThenReport(llmtest.Call("ops__counter", map[string]any{})))))
+	roles := filepath.Join(t.TempDir(), "roles.yaml")
+	yaml := "mcp_servers:\n  ops:\n    command: [" + strconv.Quote(mcpServerBin) + "]\n    env: {MCPTEST_COUNTER_FILE: " + strconv.Quote(counter) +
+		"}\n    approval: required\nroles:\n  - {name: engineer, description: Runs things, prompt: You run things., tools: [ops.counter]}\n"
+	if err := os.WriteFile(roles, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DATABASE_URL": storetest.URL(t), "OPENAI_BASE_URL": ai.URL(), "OPENAI_API_KEY": ai.APIKey(),
+		"CALLON_SWEEP_INTERVAL": "1s", "LOG_LEVEL": "warn", "PATH": os.Getenv("PATH"), "CALLON_ROLES_FILE": roles}
+	first := startChat(t, env, "--goal", "Counting")
+	first.say(t, "count, please")
+	first.waitFor(t, "(answer /approve 1 or /deny 1)")
+	first.in.Close()
+	first.waitFor(t, "callon chat --resume reopens it")
+
+	again := startChat(t, env, "--resume")
+	again.waitFor(t, "asks to call **ops.counter**")
+	again.waitFor(t, "(answer /approve 1 or /deny 1)")
+	again.say(t, "/approve 1")
+	again.waitFor(t, "TOOL SAID: call 1 by process")
+	if n := strings.Count(again.out.String(), "asks to call"); n != 1 {
+		t.Errorf("the resumed chat shows the request %d times, want once:\n%s", n, again.out.String())
+	}
+}
