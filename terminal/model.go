@@ -3,6 +3,7 @@ package terminal
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -482,7 +483,9 @@ func (m *model) render(text string) string {
 	out := body
 	if m.md != nil && body != "" {
 		if r, err := m.md.Render(body); err == nil {
-			out = strings.Trim(r, "\n")
+			// glamour pads every line to the wrap width: boxes around it
+			// would overflow the terminal.
+			out = padding.ReplaceAllString(strings.Trim(r, "\n"), "$1")
 		}
 	}
 	for _, s := range sub {
@@ -516,7 +519,7 @@ func (m *model) View() string {
 	switch m.mode {
 	case leaving:
 		b.WriteString(m.st.box.Width(m.width-4).Render("Leave the chat?\n"+m.st.key.Render(
-			"l leave the team as it is (callon chat --resume reopens it) · d dissolve it · Esc stay")) + "\n")
+			"l leave the team as it is (--resume reopens it) · d dissolve it · Esc stay")) + "\n")
 	case dissolving:
 		b.WriteString(m.st.faint.Render("Dissolving the team…") + "\n")
 	}
@@ -528,6 +531,10 @@ func (m *model) View() string {
 	}
 	return b.String()
 }
+
+// padding is the spaces that end a line, before the escape sequences
+// that may close it.
+var padding = regexp.MustCompile(`(?m)(?:(?:\x1b\[[0-9;]*m)* )+((?:\x1b\[[0-9;]*m)*)$`)
 
 // oneLine joins a text's lines.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -62,9 +62,9 @@ func parseChat(args []string, stderr io.Writer) (chatFlags, bool, error) {
 	switch {
 	case f.resume && f.goal != "":
 		return f, false, errors.New("callon chat takes --goal for a new team or --resume for the last one, not both")
-	case f.demo && (f.resume || f.rolesFile != ""):
-		return f, false, errors.New("callon chat --demo starts a demo team of its own: leave out --resume and --channel-roles")
-	case f.demo && f.goal == "":
+	case f.demo && f.rolesFile != "":
+		return f, false, errors.New("callon chat --demo has a team of its own: leave out --channel-roles")
+	case f.demo && !f.resume && f.goal == "":
 		f.goal = "Show me what a team can do"
 	case !f.resume && f.goal == "":
 		return f, false, errors.New(`callon chat needs --goal "what the team works on" (or --resume for your last team, or --demo to try callon without a model server)`)
@@ -215,7 +215,11 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		log.Warn("detach the team", "session_id", sess.ID, "err", derr)
 	}
 	if err == nil && outcome == terminal.Left {
-		fmt.Fprintf(stdout, "The team is still there: callon chat --resume reopens it (team #%d).\n", sess.ID)
+		resume := "callon chat --resume"
+		if f.demo {
+			resume = "callon chat --demo --resume"
+		}
+		fmt.Fprintf(stdout, "The team is still there: %s reopens it (team #%d).\n", resume, sess.ID)
 	}
 	return err
 }

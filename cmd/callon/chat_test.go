@@ -202,7 +202,7 @@ func TestChatInterrupted(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("an interrupted chat returned %v, want nil", err)
 	}
-	if got := out.String(); !strings.Contains(got, "callon chat --resume reopens it (team #1)") {
+	if got := out.String(); !strings.Contains(got, "callon chat --demo --resume reopens it (team #1)") {
 		t.Errorf("an interrupted chat printed:\n%s\nwant how to resume its team", got)
 	}
 }

@@ -122,7 +122,7 @@ func TestChatTerminal(t *testing.T) {
 		t.Fatalf("callon chat did not end after l; the terminal shows:\n%s", scr.text())
 	}
 	// ptmx still holds what was written last.
-	scr.waitFor(t, at, "callon chat --resume reopens it", make(chan error))
+	scr.waitFor(t, at, "callon chat --demo --resume reopens it", make(chan error))
 	if stderr.Len() > 0 {
 		t.Errorf("the chat wrote to stderr, which the terminal UI shares:\n%s", stderr.String())
 	}
