@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -103,6 +104,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	// Every process may purge; one at a time does (an advisory lock).
 	retention := master.NewRetention(master.RetentionConfig{Keep: cfg.Caps.Retention}, st, log)
 	g.Go(func() error { return retention.Run(ctx) })
+	// Every process may put idle teams to sleep; the claim skips rows
+	// another one is changing.
+	dormancy := master.NewDormancy(master.DormancyConfig{Idle: cfg.Caps.SessionIdle}, st, log)
+	g.Go(func() error { return dormancy.Run(ctx) })
 	wake := func() <-chan string {
 		ch, _ := listener.Subscribe()
 		return ch
@@ -204,20 +209,42 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	return err
 }
 
-// checkModels warns when a model's provider does not list the master's
-// or the workers' model. Only a warning: some servers list nothing.
+// modelNeeds are the models the configuration has callon call: the
+// master's and the workers' defaults.
+func modelNeeds(cfg config.Config) []llm.Need {
+	return []llm.Need{{Model: cfg.MasterModel, Setting: "CALLON_MASTER_MODEL"}, {Model: cfg.WorkerModel, Setting: "CALLON_WORKER_MODEL"}}
+}
+
+// checkModels warns about each problem llm.Router.Check finds with the
+// model servers and models: only a warning, since the bot serves Discord
+// whatever its models do (a chat fails instead: checkChatModels).
 func checkModels(ctx context.Context, model *llm.Router, cfg config.Config, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, modelCheckTimeout)
 	defer cancel()
-	for _, m := range []struct{ name, v, model string }{
-		{"master", "CALLON_MASTER_MODEL", cfg.MasterModel}, {"worker", "CALLON_WORKER_MODEL", cfg.WorkerModel},
-	} {
-		has, known, err := model.HasModel(ctx, m.model)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Warn("could not list the LLM server's models; is its base URL right?", "model", m.model, "err", err)
-		case known && !has:
-			log.Warn("the LLM server does not list the "+m.name+" model: calls to it will fail", "model", m.model, "variable", m.v)
+	for _, f := range model.Check(ctx, modelNeeds(cfg)) {
+		if f.Err != nil && !errors.Is(f.Err, llm.ErrNotChecked) {
+			log.Warn("model check failed", "check", f.Subject, "problem", f.Err.Error())
 		}
 	}
+}
+
+// modelCheckTimeout bounds the start-up check of the model servers.
+const modelCheckTimeout = 10 * time.Second
+
+// checkChatModels returns an error naming every problem llm.Router.Check
+// finds: a chat has nothing to do without its models, so it stops in
+// seconds instead of retrying each message for minutes.
+func checkChatModels(ctx context.Context, model *llm.Router, cfg config.Config) error {
+	ctx, cancel := context.WithTimeout(ctx, modelCheckTimeout)
+	defer cancel()
+	var problems []string
+	for _, f := range model.Check(ctx, modelNeeds(cfg)) {
+		if f.Err != nil && !errors.Is(f.Err, llm.ErrNotChecked) {
+			problems = append(problems, "  "+f.Err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("the team's models are not ready:\n%s", strings.Join(problems, "\n"))
+	}
+	return nil
 }
