@@ -30,6 +30,7 @@ const (
 	DefaultWorkerSlots     = 16 // a slot waits on the network: a full team fans out in one wave
 	DefaultLLMConcurrency  = 8
 	DefaultSessionTokens   = 2_000_000
+	DefaultMaxOutput       = 4096
 	DefaultHistoryMessages = 12
 	DefaultMaxPrompt       = 4000
 	DefaultLLMRetries      = 4
@@ -98,6 +99,7 @@ type Limits struct {
 	WorkerSlots    int           // CALLON_CONCURRENT_TASKS (formerly CALLON_WORKER_SLOTS): tasks one process runs at once; 0: none (bot only)
 	LLMConcurrency int           // CALLON_LLM_CONCURRENCY: LLM calls one process makes at once
 	SessionTokens  int64         // CALLON_MAX_SESSION_TOKENS: 0 means unlimited
+	MaxOutput      int           // CALLON_MAX_OUTPUT_TOKENS: max_tokens of a model call whose role sets none
 	History        int           // CALLON_HISTORY: recent messages the master sees verbatim
 	MaxPrompt      int           // CALLON_MAX_PROMPT: characters of a role's prompt
 	LLMRetries     int           // CALLON_LLM_RETRIES: retries of one model call (429, 5xx)
@@ -137,6 +139,7 @@ func Load(getenv func(string) string) Config {
 			WorkerSlots:    p.int(p.renamed("CALLON_CONCURRENT_TASKS", "CALLON_WORKER_SLOTS"), DefaultWorkerSlots, 0, 256),
 			LLMConcurrency: p.int("CALLON_LLM_CONCURRENCY", DefaultLLMConcurrency, 1, 1024),
 			SessionTokens:  int64(p.int("CALLON_MAX_SESSION_TOKENS", DefaultSessionTokens, 0, 1<<31-1)),
+			MaxOutput:      p.int("CALLON_MAX_OUTPUT_TOKENS", DefaultMaxOutput, 16, 200_000),
 			History:        p.int("CALLON_HISTORY", DefaultHistoryMessages, 2, 200),
 			MaxPrompt:      p.int("CALLON_MAX_PROMPT", DefaultMaxPrompt, 100, 32000),
 			LLMRetries:     p.int("CALLON_LLM_RETRIES", DefaultLLMRetries, 0, 10),
@@ -253,6 +256,7 @@ func (c Config) attrs() []slog.Attr {
 		slog.Int("worker_slots", l.WorkerSlots),
 		slog.Int("llm_concurrency", l.LLMConcurrency),
 		slog.Int64("max_session_tokens", l.SessionTokens),
+		slog.Int("max_output_tokens", l.MaxOutput),
 		slog.Int("history", l.History),
 		slog.Int("max_prompt", l.MaxPrompt),
 		slog.Int("llm_retries", l.LLMRetries),

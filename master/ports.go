@@ -19,7 +19,6 @@ type Finish struct {
 	Kind  OutKind   // OutReply or OutQuestion
 	State TurnState // TurnDone, or TurnWaiting after a question
 	Parts []string  // each at most MaxMessageLen characters
-	Usage Usage
 }
 
 // Exchange is one finished turn as the master remembers it.

@@ -214,7 +214,7 @@ func activeCalls(ctx context.Context, q querier, tasks []master.Task) (map[int64
 // message with the Approve and Deny buttons is queued for the thread. A
 // request already made for the call is not made again. It returns the
 // request's id.
-func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, usage master.Usage) (int64, error) {
+func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration) (int64, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("pause for approval: %w", err)
@@ -223,17 +223,13 @@ func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq
 	var sessionID int64
 	var role string
 	err = tx.QueryRow(ctx, `
-		UPDATE tasks SET state = 'approval', worker_id = NULL, lease_until = NULL, updated_at = now(),
-		       prompt_tokens = prompt_tokens + $3, completion_tokens = completion_tokens + $4
+		UPDATE tasks SET state = 'approval', worker_id = NULL, lease_until = NULL, updated_at = now()
 		WHERE id = $1 AND state = 'running' AND attempt = $2
-		RETURNING session_id, role`, taskID, attempt, usage.PromptTokens, usage.CompletionTokens).Scan(&sessionID, &role)
+		RETURNING session_id, role`, taskID, attempt).Scan(&sessionID, &role)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("pause for approval: task %d attempt %d: %w", taskID, attempt, master.ErrStale)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("pause for approval: %w", err)
-	}
-	if err := addUsage(ctx, tx, sessionID, usage); err != nil {
 		return 0, fmt.Errorf("pause for approval: %w", err)
 	}
 	a := master.Approval{SessionID: sessionID, TaskID: taskID, Seq: seq, Role: role, State: master.ApprovalPending}

@@ -99,7 +99,7 @@ func TestToolCallsAreRecordedAndGuarded(t *testing.T) {
 func (w *world) pauseForApproval(tk master.Task, timeout time.Duration) int64 {
 	w.t.Helper()
 	recs := w.plan(tk, 0, planned("c1", "fs__write", `{"path":"/data/x","text":"@everyone hi"}`))
-	id, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, recs[0].Seq, timeout, master.Usage{PromptTokens: 10, CompletionTokens: 5})
+	id, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, recs[0].Seq, timeout)
 	if err != nil {
 		w.t.Fatalf("PauseForApproval: %v", err)
 	}
@@ -118,9 +118,8 @@ func TestApprovalPausesAndResumesTheTask(t *testing.T) {
 	id := w.pauseForApproval(tk, time.Hour)
 
 	paused := w.task(tk.ID)
-	if paused.State != master.TaskApproval || paused.WorkerID != "" || !paused.LeaseUntil.IsZero() || !paused.EndedAt.IsZero() ||
-		paused.Usage.Total() != 15 {
-		t.Fatalf("paused task = %+v, want state approval, no lease, open, its usage counted", paused)
+	if paused.State != master.TaskApproval || paused.WorkerID != "" || !paused.LeaseUntil.IsZero() || !paused.EndedAt.IsZero() {
+		t.Fatalf("paused task = %+v, want state approval, no lease, open", paused)
 	}
 	if _, _, err := w.store.SweepExpired(w.ctx); err != nil {
 		t.Fatal(err)
@@ -161,7 +160,7 @@ func TestApprovalPausesAndResumesTheTask(t *testing.T) {
 	if _, err := w.pool.Exec(w.ctx, `UPDATE tasks SET state = 'running', worker_id = 'w1', lease_until = now() + interval '1 minute' WHERE id = $1`, tk.ID); err != nil {
 		t.Fatal(err)
 	}
-	again, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, 0, time.Hour, master.Usage{})
+	again, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, 0, time.Hour)
 	if err != nil || again != id {
 		t.Errorf("PauseForApproval again = %d, %v, want the same request %d", again, err, id)
 	}

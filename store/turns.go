@@ -443,9 +443,6 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 	if _, err := tx.Exec(ctx, `UPDATE turns SET state = $2, updated_at = now() WHERE id = $1`, turn.ID, f.State); err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
-	if err := addUsage(ctx, tx, g.SessionID, f.Usage); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
 	if err := notify(ctx, tx, g.SessionID); err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
@@ -483,7 +480,7 @@ func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind maste
 
 // Delegate enqueues the next round of a guarded turn and advances the
 // turn to it, in one transaction with one wake.
-func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.NewTask, usage master.Usage) ([]int64, error) {
+func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.NewTask) ([]int64, error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
@@ -499,9 +496,6 @@ func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.New
 	if _, err := tx.Exec(ctx, `UPDATE turns SET round = round + 1, updated_at = now() WHERE id = $1`, g.TurnID); err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}
-	if err := addUsage(ctx, tx, g.SessionID, usage); err != nil {
-		return nil, fmt.Errorf("delegate: %w", err)
-	}
 	if err := notify(ctx, tx, g.SessionID); err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}
@@ -513,7 +507,7 @@ func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.New
 
 // Replan replaces a guarded turn's session roster. Queued tasks of removed
 // roles are cancelled (with their dependents); finished results stay.
-func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role, usage master.Usage) ([]string, error) {
+func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role) ([]string, error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
@@ -524,9 +518,6 @@ func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role
 	}
 	removed, err := replaceRoster(ctx, tx, g.SessionID, roster)
 	if err != nil {
-		return nil, fmt.Errorf("replan: %w", err)
-	}
-	if err := addUsage(ctx, tx, g.SessionID, usage); err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
 	if err := notify(ctx, tx, g.SessionID); err != nil {

@@ -68,7 +68,7 @@ func callIDs(calls []master.ToolCall, step int) {
 // left without a result are finished first (made, refused, or paused
 // for an approval). It returns the messages and the number of model
 // calls used so far.
-func (p *Pool) replayed(ctx context.Context, r *running, in TaskInput, recorded []master.CallRecord, usage master.Usage, log *slog.Logger) ([]master.Message, int, error) {
+func (p *Pool) replayed(ctx context.Context, r *running, in TaskInput, recorded []master.CallRecord, log *slog.Logger) ([]master.Message, int, error) {
 	var msgs []master.Message
 	steps := 0
 	for i := 0; i < len(recorded); {
@@ -82,7 +82,7 @@ func (p *Pool) replayed(ctx context.Context, r *running, in TaskInput, recorded 
 			calls[k] = master.ToolCall{ID: c.CallID, Name: c.Name, Arguments: c.Args}
 		}
 		msgs = append(msgs, master.Message{Role: master.RoleAssistant, ToolCalls: calls})
-		results, err := p.finishCalls(ctx, r, in, batch, usage, log)
+		results, err := p.finishCalls(ctx, r, in, batch, log)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -122,10 +122,10 @@ func (p *Pool) storeErr(r *running, what string, err error) error {
 
 // finishCalls finishes recorded calls in order and returns their results
 // as the model reads them; errPaused when one waits for an approval.
-func (p *Pool) finishCalls(ctx context.Context, r *running, in TaskInput, calls []master.CallRecord, usage master.Usage, log *slog.Logger) ([]master.Message, error) {
+func (p *Pool) finishCalls(ctx context.Context, r *running, in TaskInput, calls []master.CallRecord, log *slog.Logger) ([]master.Message, error) {
 	out := make([]master.Message, 0, len(calls))
 	for _, c := range calls {
-		text, err := p.finishCall(ctx, r, in, c, usage, log)
+		text, err := p.finishCall(ctx, r, in, c, log)
 		if err != nil {
 			return nil, err
 		}
@@ -138,7 +138,7 @@ func (p *Pool) finishCalls(ctx context.Context, r *running, in TaskInput, calls 
 // replayed; a started one was interrupted and is not made again; a
 // decision a person made is honoured; a call that needs a decision not
 // yet asked for pauses the task (errPaused); any other is made now.
-func (p *Pool) finishCall(ctx context.Context, r *running, in TaskInput, c master.CallRecord, usage master.Usage, log *slog.Logger) (string, error) {
+func (p *Pool) finishCall(ctx context.Context, r *running, in TaskInput, c master.CallRecord, log *slog.Logger) (string, error) {
 	if c.State == master.CallDone {
 		return c.Result, nil
 	}
@@ -156,7 +156,7 @@ func (p *Pool) finishCall(ctx context.Context, r *running, in TaskInput, c maste
 	case c.Approval != "" && c.Approval != master.ApprovalPending:
 		res = master.ToolResult{Text: master.Denial(c.Approval), IsError: true}
 	case c.Approval == master.ApprovalPending || p.cfg.Tools.NeedsApproval(c.Name):
-		return "", p.pause(ctx, r, c, usage, log)
+		return "", p.pause(ctx, r, c, log)
 	default:
 		var err error
 		if res, err = p.makeCall(ctx, r, c, log); err != nil {
@@ -187,9 +187,9 @@ func (p *Pool) makeCall(ctx context.Context, r *running, c master.CallRecord, lo
 
 // pause asks for a person's approval of call c and pauses the task; it
 // returns errPaused once the store has done both.
-func (p *Pool) pause(ctx context.Context, r *running, c master.CallRecord, usage master.Usage, log *slog.Logger) error {
+func (p *Pool) pause(ctx context.Context, r *running, c master.CallRecord, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	id, err := p.store.PauseForApproval(sctx, r.task.ID, r.task.Attempt, c.Seq, p.cfg.ApprovalTimeout, usage)
+	id, err := p.store.PauseForApproval(sctx, r.task.ID, r.task.Attempt, c.Seq, p.cfg.ApprovalTimeout)
 	cancel()
 	if err := p.storeErr(r, "pause for approval", err); err != nil {
 		return err

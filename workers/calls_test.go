@@ -67,7 +67,7 @@ type callLog struct {
 	recs     []master.CallRecord
 	results  []master.ToolResult // recorded, in order
 	paused   []int               // seqs a pause was asked for
-	usage    master.Usage        // counted by the pause
+	usage    master.Usage        // charged as the model calls returned
 	timeout  time.Duration
 	startErr error
 }
@@ -105,12 +105,18 @@ func (l *callLog) install(s *fakeStore) {
 		l.results = append(l.results, res)
 		return nil
 	}
-	s.PauseForApprovalFunc = func(_ context.Context, _ int64, _, seq int, timeout time.Duration, usage master.Usage) (int64, error) {
+	s.PauseForApprovalFunc = func(_ context.Context, _ int64, _, seq int, timeout time.Duration) (int64, error) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.paused = append(l.paused, seq)
-		l.usage, l.timeout = usage, timeout
+		l.timeout = timeout
 		return 7, nil
+	}
+	s.SettleSpendFunc = func(_ context.Context, _ int64, u master.Usage) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.usage = l.usage.Add(u)
+		return nil
 	}
 }
 
@@ -226,7 +232,7 @@ func TestToolCallsAreReplayedNotRepeated(t *testing.T) {
 }
 
 // A call that needs approval pauses the task: nothing is made or
-// completed, and the pause counts the usage so far; a decision recorded
+// completed, and the usage so far was charged as the model answered; a decision recorded
 // for it is honoured when the task runs again.
 func TestApprovalPausesThenIsHonoured(t *testing.T) {
 	t.Parallel()

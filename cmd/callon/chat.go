@@ -96,12 +96,13 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	svc := master.NewService(master.ServiceConfig{MaxQueued: cfg.Caps.MaxQueuedTurns}, st, roles.Roster)
 	pool := workers.New(workers.Config{ID: owner, Slots: max(lim.WorkerSlots, 1), Lease: lim.TaskLease, Heartbeat: lim.Heartbeat(),
 		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake(),
-		Tools: toolbox{m: toolMgr, log: log}, ApprovalTimeout: cfg.Tools.ApprovalTimeout}, st, model, log)
+		MaxOutput: lim.MaxOutput, Tools: toolbox{m: toolMgr, log: log}, ApprovalTimeout: cfg.Tools.ApprovalTimeout}, st, model, log)
 	cmds := master.NewCommands(master.CommandsConfig{Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
-		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roles.Roster, Budget: budget}, st, model, log)
+		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roles.Roster, Budget: budget,
+		Owner: owner, MaxOutput: lim.MaxOutput}, st, model, log)
 	orch := master.NewOrchestrator(master.OrchestratorConfig{
 		Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
-		History: lim.History, Budget: budget, Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
+		History: lim.History, Budget: budget, MaxOutput: lim.MaxOutput, Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
 		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 	}, st, model, log)
 	out := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Poll: 200 * time.Millisecond}, st, term, log)
