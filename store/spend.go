@@ -54,9 +54,7 @@ const holdSQL = `
 	)
 	SELECT s.used, s.held, s.budget, ($9 = 0 OR EXISTS (SELECT 1 FROM t)),
 	       coalesce((SELECT master_calls FROM counted), (SELECT master_calls FROM t), 0),
-	       (SELECT id FROM h), (SELECT budget FROM gb),
-	       coalesce((SELECT used_tokens FROM guild_spend x WHERE x.guild_id = s.guild_id AND x.day = ` + utcToday + `), 0),
-	       coalesce((SELECT held_tokens FROM guild_spend x WHERE x.guild_id = s.guild_id AND x.day = ` + utcToday + `), 0)
+	       (SELECT id FROM h), (SELECT budget FROM gb), s.guild_id
 	FROM s`
 
 // HoldSpend holds a model call's worst case against its session's budget
@@ -73,13 +71,14 @@ func (s *Store) HoldSpend(ctx context.Context, h master.Hold) (master.Held, erro
 	if ttl <= 0 {
 		ttl = master.HoldTTL
 	}
-	var used, held, budget, guildBudget, guildUsed, guildHeld int64
+	var used, held, budget, guildBudget int64
 	var guarded bool
 	var calls int
 	var id *int64
+	var guildID string
 	err := s.pool.QueryRow(ctx, holdSQL, h.SessionID, h.Budget.SessionTokens, h.Budget.GuildDailyTokens, h.Tokens(),
 		h.TaskID, h.Model, h.PromptTokens, h.CompletionTokens, turnID, owner, h.MaxCalls, h.Owner, ttl.Microseconds()).
-		Scan(&used, &held, &budget, &guarded, &calls, &id, &guildBudget, &guildUsed, &guildHeld)
+		Scan(&used, &held, &budget, &guarded, &calls, &id, &guildBudget, &guildID)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows) && turnID > 0:
 		return master.Held{}, fmt.Errorf("hold spend: turn %d: %w", turnID, master.ErrStale)
@@ -96,7 +95,14 @@ func (s *Store) HoldSpend(ctx context.Context, h master.Hold) (master.Held, erro
 	case turnID > 0 && calls >= h.MaxCalls:
 		return master.Held{Calls: calls}, fmt.Errorf("turn %d made %d master calls: %w", turnID, calls, master.ErrCeiling)
 	default:
-		return master.Held{}, &master.BudgetError{Guild: true, Limit: guildBudget, Used: guildUsed, Held: guildHeld}
+		// The statement's snapshot may predate the holds that refused it:
+		// what the guild's day holds now tells whether to wait.
+		e := &master.BudgetError{Guild: true, Limit: guildBudget}
+		if err := s.pool.QueryRow(ctx, `SELECT used_tokens, held_tokens FROM guild_spend WHERE guild_id = $1 AND day = `+utcToday,
+			guildID).Scan(&e.Used, &e.Held); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return master.Held{}, fmt.Errorf("hold spend: %w", err)
+		}
+		return master.Held{}, e
 	}
 }
 
