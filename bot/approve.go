@@ -37,7 +37,7 @@ func (b *Bot) decide(i *discordgo.InteractionCreate, raw string, approve bool) {
 		return
 	}
 	b.goWork(30*time.Second, func(ctx context.Context) {
-		actor := master.Actor{UserID: i.Member.User.ID, Permissions: i.Member.Permissions}
+		actor := master.Actor{UserID: i.Member.User.ID, Permissions: i.Member.Permissions, Roles: i.Member.Roles}
 		a, err := b.approvals.Decide(ctx, id, approve, actor)
 		if err != nil {
 			if _, ferr := b.s.FollowupMessageCreate(i.Interaction, false, &discordgo.WebhookParams{Content: b.errorText(i, err),

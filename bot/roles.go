@@ -188,6 +188,19 @@ func (b *Bot) runRoles(ctx context.Context, i *discordgo.InteractionCreate, sub 
 		return master.RenderRoles(channelID, before, changes, b.roles.Policy()), nil
 	case "set":
 		role := roleFromOptions(sub)
+		if len(role.Tools) > 0 {
+			// Tools act on the operator's servers and the network: a
+			// server-wide power, granted with Manage Server, never with a
+			// channel's permission.
+			perms, err := b.guildPermissions(ctx, i)
+			if err != nil {
+				return "", err
+			}
+			if !master.MayManageGuild(perms) {
+				return "", &master.Error{Code: master.ENotAllowed, Err: master.ErrNotAllowed,
+					Message: "Giving a role tools needs the **Manage Server** permission (or Administrator) in the server itself: tools act on systems and the network, which is a server-wide power, not a channel's. You can still set the role without `tools`."}
+			}
+		}
 		created, err := b.roles.SetRole(ctx, scope, role, by)
 		if master.ErrorCode(err) == master.EInvalid {
 			return "", master.Errorf(master.EInvalid, "could not save role **%s**: %s", role.Name, master.ErrorMessage(err))

@@ -62,6 +62,12 @@ type Config struct {
 	MCPServers []MCPServer
 	// GuildTrustedBots are the roles file's trusted_bots, by guild id.
 	GuildTrustedBots map[string][]string
+	// GuildFetchAllow are the roles file's fetch_allow, by guild id: the
+	// private hosts fetch_url may reach for that guild only.
+	GuildFetchAllow map[string][]string
+	// OutboundAllow is the roles file's outbound_allow: hosts fetch_url
+	// reaches without approval even for a role that reads private data.
+	OutboundAllow []string
 	// Providers are the named model providers besides OPENAI_*, from the
 	// roles file and CALLON_PROVIDERS, in name order.
 	Providers []Provider
@@ -156,6 +162,8 @@ func Load(getenv func(string) string) Config {
 			p.fail("CALLON_ROLES_FILE", "%v", err)
 		}
 		c.Roles, c.MCPServers, c.Providers, c.GuildTrustedBots = rf.Rosters, rf.MCPServers, rf.Providers, rf.TrustedBots
+		c.GuildFetchAllow, c.OutboundAllow = rf.FetchAllow, rf.OutboundAllow
+		p.warnings = append(p.warnings, implicitGrants(rf.MCPServers)...)
 	}
 	c.Providers = p.providers(c.Providers)
 	c.HandBack = p.handBack()

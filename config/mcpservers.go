@@ -23,6 +23,16 @@ type MCPServer struct {
 	URL      string            // Streamable HTTP endpoint
 	Headers  map[string]string // Streamable HTTP: sent with every request
 	Approval MCPApproval
+	// Guilds are the Discord servers whose roles may use its tools.
+	Guilds GuildGrant
+	// Approvers are Discord role ids: with any, only a member holding one
+	// decides on a call of its tools, and never the team's owner.
+	Approvers []string
+	// ReadsPrivate marks tools that read private data (files, databases,
+	// mail); SendsOut tools that send data out of callon, as fetch_url
+	// does. A role holding both kinds has its outbound calls approved by a
+	// person (see README, "The lethal combination").
+	ReadsPrivate, SendsOut ToolMark
 }
 
 // MCPApproval says which of a server's tools wait for a person's approval
@@ -47,6 +57,17 @@ func (s MCPServer) LogValue() slog.Value {
 	case len(s.Approval.Tools) > 0:
 		attrs = append(attrs, slog.Any("approval", s.Approval.Tools))
 	}
+	switch {
+	case s.Guilds.Implicit:
+		attrs = append(attrs, slog.String("guilds", "every (none named)"))
+	case s.Guilds.All:
+		attrs = append(attrs, slog.String("guilds", "all"))
+	default:
+		attrs = append(attrs, slog.Any("guilds", s.Guilds.Guilds))
+	}
+	if len(s.Approvers) > 0 {
+		attrs = append(attrs, slog.Any("approvers", s.Approvers))
+	}
 	return slog.GroupValue(attrs...)
 }
 
@@ -66,6 +87,11 @@ type mcpServerYAML struct {
 	URL      string            `yaml:"url"`
 	Headers  map[string]string `yaml:"headers"`
 	Approval approvalYAML      `yaml:"approval"`
+
+	Guilds       guildsYAML `yaml:"guilds"`
+	Approvers    idsYAML    `yaml:"approvers"`
+	ReadsPrivate markYAML   `yaml:"reads_private"`
+	SendsOut     markYAML   `yaml:"sends_out"`
 }
 
 // approvalYAML is `required` or a list of tool names.
@@ -140,7 +166,7 @@ func (y mcpServerYAML) server(name string, getenv func(string) string) (MCPServe
 		}
 		s.Approval.Tools = append(s.Approval.Tools, t)
 	}
-	return s, nil
+	return s, y.grants(&s)
 }
 
 // expandMap checks a map's keys against key and expands its values.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -185,22 +186,57 @@ type ApprovalStore interface {
 
 // Approvals lets people decide on the calls that need approval.
 type Approvals struct {
-	store ApprovalStore
-	log   *slog.Logger
+	store     ApprovalStore
+	log       *slog.Logger
+	approvers func(tool string) []string
 }
 
 // NewApprovals returns the approvals service.
 func NewApprovals(store ApprovalStore, logger *slog.Logger) *Approvals {
-	return &Approvals{store: store, log: logger.With("component", "approvals")}
+	return &Approvals{store: store, log: logger.With("component", "approvals"), approvers: func(string) []string { return nil }}
+}
+
+// WithApprovers names, for a tool as the model calls it, the Discord roles
+// whose members alone decide on its calls (the operator's approvers of
+// its MCP server); none leaves the decision to the team's owner and
+// members who can manage threads.
+func (a *Approvals) WithApprovers(approvers func(tool string) []string) *Approvals {
+	a.approvers = approvers
+	return a
 }
 
 // NotDecider is what a member reads who may not decide on a request.
 const NotDecider = "Only the member who started this team, or members who can manage threads, can approve or deny its calls."
 
+// NotApprover is what a member reads who may not decide on a call whose
+// server names approvers.
+const NotApprover = "Calls of this tool are decided by the members the operator named as its approvers, and never by the person who started the team."
+
+// MayDecide reports whether actor may decide on a call of tool for team
+// s: with approvers named for the tool, a member holding one of those
+// Discord roles who is not the team's owner (nobody approves their own
+// team's calls); otherwise the team's owner or a member who can manage
+// threads. Bots never decide.
+func (a *Approvals) MayDecide(s Session, tool string, actor Actor) bool {
+	roles := a.approvers(tool)
+	if len(roles) == 0 {
+		return actor.MayManage(s)
+	}
+	if actor.Bot || actor.UserID == s.OwnerID {
+		return false
+	}
+	for _, r := range actor.Roles {
+		if slices.Contains(roles, r) {
+			return true
+		}
+	}
+	return false
+}
+
 // Decide records actor's decision on request id: approve, or deny. It
 // returns the request as it now stands, already decided by someone else
-// included. An *Error with ENotAllowed when actor may not decide: the
-// team's owner and members who can manage threads may.
+// included. An *Error with ENotAllowed when actor may not decide (see
+// MayDecide).
 func (a *Approvals) Decide(ctx context.Context, id int64, approve bool, actor Actor) (Approval, error) {
 	ap, s, err := a.store.Approval(ctx, id)
 	if errors.Is(err, ErrNotFound) {
@@ -209,7 +245,10 @@ func (a *Approvals) Decide(ctx context.Context, id int64, approve bool, actor Ac
 	if err != nil {
 		return ap, fmt.Errorf("decide: %w", err)
 	}
-	if !actor.MayManage(s) {
+	if !a.MayDecide(s, ap.Tool, actor) {
+		if len(a.approvers(ap.Tool)) > 0 {
+			return ap, Errorf(ENotAllowed, NotApprover)
+		}
 		return ap, Errorf(ENotAllowed, NotDecider)
 	}
 	if ap.State != ApprovalPending {

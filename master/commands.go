@@ -96,7 +96,8 @@ func NewCommands(cfg CommandsConfig, store CommandStore, llm LLM, logger *slog.L
 type Actor struct {
 	UserID      string
 	Permissions int64
-	Bot         bool // a bot: it may run no admin action
+	Bot         bool     // a bot: it may run no admin action
+	Roles       []string // the member's Discord role ids, where a decision needs them
 }
 
 // MayManage reports whether a may reorganize or end s: its owner, or a

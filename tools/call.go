@@ -28,19 +28,21 @@ type Result struct {
 }
 
 // Call runs the tool a model called as name ("fetch_url" or
-// "<server>__<tool>") with its raw JSON arguments, within
-// Options.CallTimeout. Every failure, from unknown tool to timeout,
+// "<server>__<tool>") with its raw JSON arguments, for a role of guild
+// ("": the operator's), within Options.CallTimeout: a server not granted
+// to guild is an unknown tool, and fetch_url reaches the private hosts
+// granted to guild only. Every failure, from unknown tool to timeout,
 // becomes an error Result the model can read. Call does not check the
 // role's tools list (see Allows) nor approval (see Approval).
 //
 // A call is sent at most once, except that a call refused by a session
 // already known to be broken is sent again, once, after a restart: the
 // server never saw it.
-func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) Result {
+func (m *Manager) Call(ctx context.Context, guild, name string, args json.RawMessage) Result {
 	began := time.Now()
 	callCtx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
-	text, isErr := m.call(callCtx, name, args)
+	text, isErr := m.call(callCtx, guild, name, args)
 	if isErr && callCtx.Err() != nil {
 		if ctx.Err() != nil {
 			text = fmt.Sprintf("%s: cancelled", name)
@@ -56,7 +58,7 @@ func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) R
 	}
 }
 
-func (m *Manager) call(ctx context.Context, name string, raw json.RawMessage) (string, bool) {
+func (m *Manager) call(ctx context.Context, guild, name string, raw json.RawMessage) (string, bool) {
 	m.mu.Lock()
 	closed := m.closed
 	m.mu.Unlock()
@@ -68,11 +70,11 @@ func (m *Manager) call(ctx context.Context, name string, raw json.RawMessage) (s
 		return fmt.Sprintf("%s: %v", name, err), true
 	}
 	if name == FetchURL {
-		return m.fetchURL(ctx, args)
+		return m.fetchURL(ctx, m.fetcherFor(guild), args)
 	}
 	srv, tool, _ := strings.Cut(name, Separator)
 	s := m.servers[srv]
-	if s == nil || tool == "" {
+	if s == nil || tool == "" || !s.granted(guild) {
 		return fmt.Sprintf("unknown tool %q", name), true
 	}
 	for attempt := 0; ; attempt++ {

@@ -21,7 +21,7 @@ type fakeTools struct {
 	calls []string // name args, in order
 }
 
-func (f *fakeTools) Offer(_ context.Context, allowed []string) ([]master.Tool, string) {
+func (f *fakeTools) Offer(_ context.Context, _ string, allowed []string) ([]master.Tool, string) {
 	var out []master.Tool
 	for _, a := range allowed {
 		out = append(out, master.Tool{Name: strings.Replace(a, ".", "__", 1), Parameters: json.RawMessage(`{"type":"object"}`)})
@@ -29,7 +29,7 @@ func (f *fakeTools) Offer(_ context.Context, allowed []string) ([]master.Tool, s
 	return out, "Some of your tools are unavailable right now: none, really."
 }
 
-func (f *fakeTools) Allows(allowed []string, name string) bool {
+func (f *fakeTools) Allows(_ string, allowed []string, name string) bool {
 	for _, a := range allowed {
 		if strings.Replace(a, ".", "__", 1) == name {
 			return true
@@ -38,7 +38,7 @@ func (f *fakeTools) Allows(allowed []string, name string) bool {
 	return false
 }
 
-func (f *fakeTools) NeedsApproval(name string) bool {
+func (f *fakeTools) NeedsApproval(_ []string, name, _ string) bool {
 	for _, a := range f.approve {
 		if a == name {
 			return true
@@ -47,7 +47,7 @@ func (f *fakeTools) NeedsApproval(name string) bool {
 	return false
 }
 
-func (f *fakeTools) Call(_ context.Context, name, args string) master.ToolResult {
+func (f *fakeTools) Call(_ context.Context, _, name, args string) master.ToolResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, name+" "+args)

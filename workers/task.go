@@ -103,7 +103,7 @@ func interrupted(ctx context.Context) end {
 // task waits for a person's approval of a call.
 func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog.Logger) (master.Outcome, error) {
 	model := cmp.Or(in.Role.Model, p.cfg.WorkerModel)
-	offered, notice := p.offer(ctx, in.Role.Tools)
+	offered, notice := p.offer(ctx, in.GuildID, in.Role.Tools)
 	req := master.ChatRequest{
 		Model:       model,
 		Messages:    messages(r.task, in, p.cfg.Vision != nil && p.cfg.Vision(model), len(offered) > 0, notice),
@@ -263,7 +263,7 @@ func (p *Pool) answer(ctx context.Context, r *running, in TaskInput, resp master
 			p.progress(ctx, r, pr, log)
 			replies = append(replies, toolReply(c.ID, "noted"))
 		default:
-			if p.cfg.Tools != nil && p.cfg.Tools.Allows(in.Role.Tools, c.Name) {
+			if p.cfg.Tools != nil && p.cfg.Tools.Allows(in.GuildID, in.Role.Tools, c.Name) {
 				if len(calls) < maxCallsPerStep {
 					calls = append(calls, c)
 					p.metrics.ToolCalled("worker", "role_tool", "ok")

@@ -178,3 +178,23 @@ func (g *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 	}
 	return d.DialContext(ctx, network, addr)
 }
+
+// HostList is a list of hosts in CALLON_FETCH_ALLOW's syntax (host names,
+// "*.example.com", addresses, CIDRs), for deciding where a URL goes
+// rather than where a connection may.
+type HostList struct{ l allowList }
+
+// NewHostList parses entries; the error names a bad one.
+func NewHostList(entries []string) (HostList, error) {
+	l, err := parseAllowList(entries)
+	return HostList{l}, err
+}
+
+// Contains reports whether host (a name or an address literal, as in a
+// URL) is on the list.
+func (h HostList) Contains(host string) bool {
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return h.l.addr(a)
+	}
+	return h.l.host(host)
+}
