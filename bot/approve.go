@@ -46,6 +46,14 @@ func (b *Bot) decide(i *discordgo.InteractionCreate, raw string, approve bool) {
 			}
 			return
 		}
+		if a.State == master.ApprovalExpired {
+			// Too late: the click changed nothing; say so to the clicker.
+			if _, ferr := b.s.FollowupMessageCreate(i.Interaction, false, &discordgo.WebhookParams{
+				Content: "This request had expired: nothing was approved, and the call is not made.",
+				Flags:   discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}, discordgo.WithContext(ctx)); ferr != nil {
+				b.log.Warn("tell a late click", "approval_id", id, "err", ferr)
+			}
+		}
 		text := master.ApprovalText(a)
 		none := []discordgo.MessageComponent{}
 		if _, err := b.s.InteractionResponseEdit(i.Interaction, &discordgo.WebhookEdit{Content: &text, Components: &none,

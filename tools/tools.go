@@ -291,9 +291,14 @@ func (m *Manager) Check(guild string, allowed []string) error {
 }
 
 // Allows says whether a role with the tools list allowed may call the
-// tool named name (as the model calls it). Call does not check: a model
-// may call a function it was not offered, so check the name first.
+// tool named name (as the model calls it): a name a function may have
+// (what a model makes up beyond that is no tool's), that the list names.
+// Call does not check: a model may call a function it was not offered,
+// so check the name first.
 func Allows(allowed []string, name string) bool {
+	if !functionName.MatchString(name) {
+		return false
+	}
 	for _, a := range allowed {
 		a = strings.TrimSpace(a)
 		if a == FetchURL {

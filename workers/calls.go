@@ -26,6 +26,9 @@ type Toolbox interface {
 	// NeedsApproval says whether a call of name with args, by a role with
 	// the tools list allowed, waits for a person.
 	NeedsApproval(allowed []string, name, args string) bool
+	// Approvers are the Discord role ids whose members alone decide on a
+	// call of name; none: the team's owner and thread managers.
+	Approvers(name string) []string
 	// Call makes one call for a role of guild within its own timeout and
 	// output cap; every failure is a result the model can read.
 	Call(ctx context.Context, guild, name, args string) master.ToolResult
@@ -151,6 +154,10 @@ func (p *Pool) finishCall(ctx context.Context, r *running, in TaskInput, c maste
 		res = master.ToolResult{Text: interruptedCall, IsError: true}
 	case p.cfg.Tools == nil || !p.cfg.Tools.Allows(in.GuildID, in.Role.Tools, c.Name):
 		res = master.ToolResult{Text: fmt.Sprintf("%s is not one of your tools: the call was not made.", c.Name), IsError: true}
+	case master.CheckArgs(c.Args) != nil:
+		// Refused before anyone is asked, or anything made: arguments a
+		// person and the tool could read two ways.
+		res = master.ToolResult{Text: "Not made: " + master.CheckArgs(c.Args).Error() + ".", IsError: true}
 	case c.Approval == master.ApprovalApproved:
 		var err error
 		if res, err = p.makeCall(ctx, r, in, c, log); err != nil {
@@ -192,7 +199,7 @@ func (p *Pool) makeCall(ctx context.Context, r *running, in TaskInput, c master.
 // returns errPaused once the store has done both.
 func (p *Pool) pause(ctx context.Context, r *running, c master.CallRecord, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	id, err := p.store.PauseForApproval(sctx, r.task.ID, r.task.Attempt, c.Seq, p.cfg.ApprovalTimeout)
+	id, err := p.store.PauseForApproval(sctx, r.task.ID, r.task.Attempt, c.Seq, p.cfg.ApprovalTimeout, p.cfg.Tools.Approvers(c.Name))
 	cancel()
 	if err := p.storeErr(r, "pause for approval", err); err != nil {
 		return err

@@ -47,6 +47,8 @@ func (f *fakeTools) NeedsApproval(_ []string, name, _ string) bool {
 	return false
 }
 
+func (f *fakeTools) Approvers(string) []string { return nil }
+
 func (f *fakeTools) Call(_ context.Context, _, name, args string) master.ToolResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -289,5 +291,31 @@ func TestCallsPerStepAreBounded(t *testing.T) {
 	results := toolMessages(s.requests()[1])
 	if len(results) != maxCallsPerStep+2 {
 		t.Errorf("got %d results, want one per call (ids given to calls without one)", len(results))
+	}
+}
+
+// Arguments that a person and the tool could read two ways (a key given
+// twice, which JSON parsers resolve to the last), or that are not one
+// JSON object, are refused before anyone is asked: no request, no call,
+// and the model reads why.
+func TestAmbiguousArgumentsAreRefusedBeforeApproval(t *testing.T) {
+	t.Parallel()
+	tb := &fakeTools{approve: []string{"fs__write"}}
+	dup := `{"path":"/srv/notes/pricing.md","text":"` + strings.Repeat(" ", 700) + `","path":"/home/callon/.ssh/authorized_keys"}`
+	w, log, s := toolTask(t, tb, nil,
+		answer{resp: master.ChatResponse{ToolCalls: []master.ToolCall{
+			{ID: "w", Name: "fs__write", Arguments: dup},
+			{ID: "f", Name: "fetch_url", Arguments: `["https://example.com"]`},
+		}}},
+		call("r", ToolReport, `{"status":"done","result":"gave up"}`, master.Usage{}))
+	if got := w.only(t); got.State != master.TaskDone {
+		t.Fatalf("outcome %+v, want done", got)
+	}
+	if len(log.paused) != 0 || len(tb.made()) != 0 {
+		t.Errorf("paused %v and made %q, want neither", log.paused, tb.made())
+	}
+	res := toolMessages(s.requests()[1])
+	if !strings.Contains(res["w"], `Not made: the arguments give the key "path" twice`) || !strings.Contains(res["f"], "one JSON object") {
+		t.Errorf("the model read %q, want each refusal", res)
 	}
 }

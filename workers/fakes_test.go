@@ -30,6 +30,7 @@ type fakeStore struct {
 	StartToolCallFunc    func(ctx context.Context, taskID int64, attempt, seq int) error
 	RecordToolCallFunc   func(ctx context.Context, taskID int64, attempt, seq int, res master.ToolResult) error
 	PauseForApprovalFunc func(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration) (int64, error)
+	approvers            []string // passed to the latest pause
 
 	holds sync.Mutex // guards lastHold
 	lastHold int64
@@ -159,7 +160,8 @@ func (f *fakeStore) RecordToolCall(ctx context.Context, taskID int64, attempt, s
 	return f.RecordToolCallFunc(ctx, taskID, attempt, seq, res)
 }
 
-func (f *fakeStore) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration) (int64, error) {
+func (f *fakeStore) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, approvers []string) (int64, error) {
+	f.approvers = approvers
 	if f.PauseForApprovalFunc == nil {
 		return 0, nil
 	}

@@ -60,8 +60,9 @@ type Store interface {
 	// RecordToolCall records a call's result with its TOOL signal.
 	RecordToolCall(ctx context.Context, taskID int64, attempt, seq int, res master.ToolResult) error
 	// PauseForApproval pauses a running task until a person decides on
-	// its call seq, and posts the request (once per call).
-	PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration) (int64, error)
+	// its call seq, and posts the request (once per call), naming the
+	// Discord roles of its approvers, if any.
+	PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, approvers []string) (int64, error)
 }
 
 // TaskInput is everything a worker is allowed to see for one task: the

@@ -257,6 +257,9 @@ func (t *terminal) Send(_ context.Context, m master.OutMessage) (string, error) 
 		prefix = "  "
 	}
 	fmt.Fprintln(t.w, prefix+m.Content)
+	if m.File.Name != "" {
+		fmt.Fprintf(t.w, "        (%s:)\n%s", m.File.Name, m.File.Data)
+	}
 	for _, b := range m.Buttons {
 		if id, ok := strings.CutPrefix(b.CustomID, master.ApprovePrefix); ok {
 			fmt.Fprintf(t.w, "        (answer /approve %s or /deny %s)\n", id, id)

@@ -39,3 +39,15 @@ CREATE TABLE spend_holds (
 );
 CREATE INDEX spend_holds_expires_idx ON spend_holds (expires_at);
 CREATE INDEX spend_holds_owner_idx ON spend_holds (owner);
+
+-- An approval request shows the call's arguments in full (arguments held
+-- them shortened), and names the Discord roles whose members alone
+-- decide (the operator's approvers of the tool's server; none: the team's
+-- owner and members who can manage threads).
+ALTER TABLE approvals ADD COLUMN approvers text[] NOT NULL DEFAULT '{}';
+
+-- A message may carry one file (an approval request's arguments when
+-- they do not fit in its text).
+ALTER TABLE outbox ADD COLUMN file_name text CHECK (char_length(file_name) BETWEEN 1 AND 100),
+                   ADD COLUMN file_data bytea,
+                   ADD CONSTRAINT outbox_file_check CHECK ((file_name IS NULL) = (file_data IS NULL));
