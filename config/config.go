@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	scrub "github.com/callonbot/callon/redact"
 )
 
 // Defaults for the operator contract; README.md documents each one.
@@ -246,7 +248,7 @@ func (c Config) attrs() []slog.Attr {
 		slog.String("discord_shards", c.Sharding.String()),
 		slog.String("database_url", RedactURL(c.DatabaseURL)),
 		slog.String("openai_api_key", redact(c.OpenAIKey)),
-		slog.String("openai_base_url", c.OpenAIBaseURL),
+		slog.String("openai_base_url", scrub.URL(c.OpenAIBaseURL)),
 		slog.String("master_model", c.MasterModel),
 		slog.String("worker_model", c.WorkerModel),
 		slog.String("models", strings.Join(c.Models, ",")),
@@ -277,7 +279,7 @@ func (c Config) attrs() []slog.Attr {
 		slog.Int("max_active_sessions", h.MaxActiveSessions),
 		slog.Int("report_cap", h.ReportCap),
 		slog.String("trusted_bots", strings.Join(h.TrustedBots, ",")),
-		slog.String("webhook_url", redactWebhookURL(w.URL)),
+		slog.String("webhook_url", cmp.Or(scrub.URL(w.URL), "(unset)")),
 		slog.String("webhook_secret", redact(w.Secret)),
 		slog.Int("webhook_retries", w.Retries),
 		slog.String("api_secret", redact(c.API.Secret)),
@@ -436,7 +438,7 @@ func (p *parser) level(v string) slog.Level {
 func providerList(ps []Provider) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
-		parts[i] = p.Name + "=" + RedactURL(p.BaseURL)
+		parts[i] = p.Name + "=" + scrub.URL(p.BaseURL)
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }

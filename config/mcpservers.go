@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	scrub "github.com/callonbot/callon/redact"
 )
 
 // MCPServer is an MCP server the roles file declares under mcp_servers.
@@ -49,7 +51,7 @@ func (s MCPServer) LogValue() slog.Value {
 	if len(s.Command) > 0 {
 		attrs = append(attrs, slog.String("command", s.Command[0]), slog.Any("env", sortedKeys(s.Env)))
 	} else {
-		attrs = append(attrs, slog.String("url", RedactURL(s.URL)), slog.Any("headers", sortedKeys(s.Headers)))
+		attrs = append(attrs, slog.String("url", scrub.URL(s.URL)), slog.Any("headers", sortedKeys(s.Headers)))
 	}
 	switch {
 	case s.Approval.All:

@@ -80,7 +80,7 @@ func (m *Manager) call(ctx context.Context, guild, name string, raw json.RawMess
 	for attempt := 0; ; attempt++ {
 		sess, err := s.session(ctx)
 		if err != nil {
-			return fmt.Sprintf("%s: %v", name, err), true
+			return fmt.Sprintf("%s: %v", name, s.scrub(err)), true
 		}
 		res, err := sess.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 		if err == nil {
@@ -92,7 +92,7 @@ func (m *Manager) call(ctx context.Context, guild, name string, raw json.RawMess
 				continue
 			}
 		}
-		return fmt.Sprintf("%s: %v", name, err), true
+		return fmt.Sprintf("%s: %v", name, s.scrub(err)), true
 	}
 }
 

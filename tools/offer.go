@@ -161,7 +161,7 @@ func (s *server) tools(ctx context.Context) ([]*mcp.Tool, error) {
 	defer cancel()
 	list, err := sess.listTools(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %s: %w", s.spec.Name, err)
+		return nil, s.scrub(fmt.Errorf("MCP server %s: %w", s.spec.Name, err))
 	}
 	return list, nil
 }
