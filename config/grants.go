@@ -69,13 +69,16 @@ func (g *guildsYAML) UnmarshalYAML(n *yaml.Node) error {
 	return fmt.Errorf("line %d: guilds: want `all` or a list of Discord server (guild) ids", n.Line)
 }
 
-// markYAML is `true` (every tool of the server) or a list of tool names.
+// markYAML is `true` (every tool of the server), `false` (none) or a
+// list of tool names.
 type markYAML struct {
+	set   bool
 	all   bool
 	tools []string
 }
 
 func (m *markYAML) UnmarshalYAML(n *yaml.Node) error {
+	m.set = true
 	switch {
 	case n.Kind == yaml.ScalarNode && n.Tag == "!!null":
 		return nil
@@ -84,7 +87,7 @@ func (m *markYAML) UnmarshalYAML(n *yaml.Node) error {
 	case n.Kind == yaml.SequenceNode:
 		return n.Decode(&m.tools)
 	}
-	return fmt.Errorf("line %d: want true (every tool of the server) or a list of tool names", n.Line)
+	return fmt.Errorf("line %d: want true (every tool of the server), false (none) or a list of tool names", n.Line)
 }
 
 // idsYAML is one Discord id or a list of them.
@@ -115,11 +118,18 @@ func (ids *idsYAML) UnmarshalYAML(n *yaml.Node) error {
 func (y mcpServerYAML) grants(s *MCPServer) error {
 	s.Guilds = GuildGrant{All: y.Guilds.all, Guilds: y.Guilds.guilds, Implicit: !y.Guilds.set}
 	s.Approvers = y.Approvers
+	// A server is presumed to read private data (it runs on the host, or
+	// behind the operator's credentials) unless the roles file says which
+	// of its tools do, or that none does.
+	private := y.ReadsPrivate
+	if !private.set {
+		private.all = true
+	}
 	for _, m := range []struct {
 		name string
 		in   markYAML
 		out  *ToolMark
-	}{{"reads_private", y.ReadsPrivate, &s.ReadsPrivate}, {"sends_out", y.SendsOut, &s.SendsOut}} {
+	}{{"reads_private", private, &s.ReadsPrivate}, {"sends_out", y.SendsOut, &s.SendsOut}} {
 		m.out.All = m.in.all
 		for _, t := range m.in.tools {
 			t = strings.TrimSpace(t)

@@ -31,9 +31,10 @@ type MCPServer struct {
 	// decides on a call of its tools, and never the team's owner.
 	Approvers []string
 	// ReadsPrivate marks tools that read private data (files, databases,
-	// mail); SendsOut tools that send data out of callon, as fetch_url
-	// does. A role holding both kinds has its outbound calls approved by a
-	// person (see README, "The lethal combination").
+	// mail): every tool unless the roles file says otherwise. SendsOut
+	// marks tools that send data out of callon, as fetch_url does. A role
+	// holding both kinds has its outbound calls approved by a person (see
+	// SECURITY.md, "The lethal combination").
 	ReadsPrivate, SendsOut ToolMark
 }
 

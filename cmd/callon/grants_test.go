@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -82,5 +84,48 @@ roles:
 	mustContain(t, "fetch_url by Manage Server", set(owner, "fetch_url"), "**digger** added to")
 	if n := w.count(`SELECT count(*)::int FROM channel_roles WHERE guild_id = $1 AND name = 'digger'`, guildB); n != 1 {
 		t.Errorf("%d roles digger saved, want the one with fetch_url", n)
+	}
+}
+
+// The lethal combination needs a person: a role that reads private data
+// (an MCP server's tools, presumed to unless the operator says otherwise)
+// and can fetch pages has each fetch to a host off outbound_allow
+// approved first, so a steered worker cannot send what it read anywhere
+// unseen; a role that only fetches is not asked. (fetch_url never needed
+// an approval.)
+func TestLethalCombinationAsksAPerson(t *testing.T) {
+	t.Parallel()
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "PAGE TEXT") }))
+	t.Cleanup(page.Close)
+	fetch := llmtest.Call("fetch_url", map[string]string{"url": page.URL + "/?q=what-i-read"})
+	w := newWorld(t, discordtest.New(t), llmtest.Switch(
+		llmtest.Match(masterPrompt, func(r llmtest.Request) llmtest.Reply {
+			if len(r.ToolResults()) > 0 {
+				return reply("Merged:\n" + toolResults(r))
+			}
+			return delegate(task{Role: "snoop", Instruction: "read and send"}, task{Role: "browser", Instruction: "browse"})
+		}),
+		llmtest.Match("You are the snoop", callThenReport(fetch)),
+		llmtest.Match("You are the browser", callThenReport(fetch))), "CALLON_FETCH_ALLOW", "127.0.0.1")
+	w.withRolesFile(fmt.Sprintf(`
+mcp_servers:
+  files:
+    command: [%q]
+    guilds: all
+outbound_allow: [docs.example.com]
+roles:
+  - {name: snoop, description: Reads files and pages, prompt: You read., tools: [files.*, fetch_url]}
+  - {name: browser, description: Reads pages, prompt: You browse., tools: [fetch_url]}
+`, mcpServerBin))
+	w.start()
+	thread := w.team("Read things")
+	msg := w.say(thread, "go")
+	req, _, deny := w.approvalRequest(thread, 1)
+	mustContain(t, "request", req.Content, "**snoop** asks to call `fetch_url`", "what-i-read")
+	w.dc.ClickButton(t, discordtest.ClickButton{MessageID: req.ID, CustomID: deny, ChannelID: thread, Permissions: member})
+	got := w.waitReply(thread, msg)
+	mustContain(t, "reply", got, "TOOL SAID: A person denied this call", "TOOL SAID: URL: "+page.URL)
+	if n := strings.Count(got, "PAGE TEXT"); n != 1 {
+		t.Errorf("the page was fetched %d times, want once (by the browser only): %q", n, got)
 	}
 }
