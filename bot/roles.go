@@ -156,6 +156,15 @@ func (b *Bot) runRoles(ctx context.Context, i *discordgo.InteractionCreate, sub 
 			}
 		}
 	}
+	if target != i.ChannelID {
+		// Another channel's roles (and their prompts) are for those who
+		// can see it, in this server.
+		m, err := b.Channels().GuildMember(ctx, i.GuildID, target, i.Member.User.ID)
+		if err != nil || m.Permissions&master.PermViewChannel == 0 {
+			return "", &master.Error{Code: master.ENotAllowed, Err: master.ErrNotAllowed,
+				Message: "You can only list the roles of channels of this server that you can see."}
+		}
+	}
 	channelID, err := b.rosterChannel(ctx, i, target)
 	if err != nil {
 		return "", err

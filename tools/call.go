@@ -47,7 +47,8 @@ func (m *Manager) Call(ctx context.Context, guild, name string, args json.RawMes
 		if ctx.Err() != nil {
 			text = fmt.Sprintf("%s: cancelled", name)
 		} else {
-			text = fmt.Sprintf("%s: timed out after %s", name, m.opts.CallTimeout)
+			// Sent, unanswered: the tool may have acted.
+			text = fmt.Sprintf("%s: timed out after %s. It may or may not have taken effect; check before making it again.", name, m.opts.CallTimeout)
 		}
 	}
 	return Result{
@@ -85,6 +86,9 @@ func (m *Manager) call(ctx context.Context, guild, name string, raw json.RawMess
 		res, err := sess.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 		if err == nil {
 			return render(res), res.IsError
+		}
+		if sess.overflow.Swap(false) {
+			return fmt.Sprintf("%s: the server's answer was larger than %s, so it was not read", name, byteSize(int(m.opts.MaxResponse))), true
 		}
 		if unsent(err) {
 			s.retire(sess, err)

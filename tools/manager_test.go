@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/callonbot/callon/master"
 	"github.com/callonbot/callon/tools"
 	"github.com/callonbot/callon/tools/fetch"
 	"github.com/callonbot/callon/tools/mcptest"
@@ -245,12 +246,17 @@ func TestCrashingServerBacksOff(t *testing.T) {
 	}
 }
 
+// A call that timed out was sent: the model is told it may have taken
+// effect, as it is for an interrupted call, so it checks before making
+// it again. (It was told only "timed out", and could redo a
+// side-effecting call.)
 func TestCallTimeout(t *testing.T) {
 	t.Parallel()
 	m := setup(t, []tools.Server{stdioServer("test", nil)}, tools.Options{CallTimeout: 500 * time.Millisecond}, nil)
 	offer(t, m, "test.*") // start the server outside the timed call
 	r := m.Call(t.Context(), "", "test__slow", json.RawMessage(`{"ms": 60000}`))
-	if !r.IsError || r.Text != "test__slow: timed out after 500ms" || r.Duration > 10*time.Second {
+	if !r.IsError || r.Text != "test__slow: timed out after 500ms. It may or may not have taken effect; check before making it again." ||
+		r.Duration > 10*time.Second {
 		t.Errorf("got %+v, want a timeout error result", r)
 	}
 	if r := m.Call(t.Context(), "", "test__echo", json.RawMessage(`{"text": "still here"}`)); r.IsError || r.Text != "still here" {
@@ -362,5 +368,22 @@ func TestNewErrors(t *testing.T) {
 		if _, err := tools.New(tc.servers, nil, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v): got %v, want an error containing %q", tc.servers, err, tc.want)
 		}
+	}
+}
+
+// A Streamable HTTP server cannot make callon read more than
+// MaxResponse bytes of one response: the call fails instead. (Responses
+// were read whole before the output was cut to 16 KiB.)
+func TestStreamableHTTPResponseIsBounded(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(mcptest.Handler(mcptest.Options{}))
+	t.Cleanup(srv.Close)
+	m := setup(t, []tools.Server{{Name: "web", URL: srv.URL}}, tools.Options{MaxResponse: 64 << 10}, nil)
+	r := m.Call(t.Context(), "", "web__big", json.RawMessage(`{"bytes": 1048576}`))
+	if !r.IsError || !strings.Contains(r.Text, "larger than 64 KiB") {
+		t.Errorf("a 1 MiB answer: got %q (error %v), want a refusal at 64 KiB", master.Truncate(r.Text, 200), r.IsError)
+	}
+	if r := m.Call(t.Context(), "", "web__big", json.RawMessage(`{"bytes": 1000}`)); r.IsError || len(r.Text) != 1000 {
+		t.Errorf("a small answer: got %d bytes (error %v)", len(r.Text), r.IsError)
 	}
 }

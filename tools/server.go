@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sync"
 	"time"
 
@@ -70,18 +71,25 @@ func (s *server) session(ctx context.Context) (*session, error) {
 }
 
 // secrets are what the server's configuration holds that no error may
-// show: its headers' and its environment's values (its URL's userinfo and
-// query are found by redact itself).
+// show: its headers' values, and the values of its environment variables
+// named like credentials (its URL's userinfo and query are found by
+// redact itself).
 func (s *server) secrets() []string {
 	var out []string
 	for _, v := range s.spec.Headers {
 		out = append(out, v)
 	}
-	for _, v := range s.spec.Env {
-		out = append(out, v)
+	for k, v := range s.spec.Env {
+		if credentialName.MatchString(k) {
+			out = append(out, v)
+		}
 	}
 	return out
 }
+
+// credentialName is an environment variable's name that says it holds a
+// secret.
+var credentialName = regexp.MustCompile(`(?i)key|token|secret|pass|auth|cred`)
 
 // scrub is err without the server's secrets: what the server's errors
 // become before they reach a model, a row or a log line.

@@ -32,6 +32,7 @@ const Separator = "__"
 const (
 	DefaultCallTimeout     = 60 * time.Second
 	DefaultMaxOutput       = 16 << 10
+	DefaultMaxResponse     = 4 << 20
 	DefaultStartTimeout    = 30 * time.Second
 	DefaultRestartDelay    = time.Second
 	DefaultMaxRestartDelay = time.Minute
@@ -74,6 +75,9 @@ type Options struct {
 	// MaxOutput is how many bytes of a call's output the model sees; the
 	// rest is cut, and a marker says how much.
 	MaxOutput int
+	// MaxResponse bounds the bytes read of one HTTP response of a
+	// Streamable HTTP server (a longer one fails its call).
+	MaxResponse int64
 	// StartTimeout bounds starting a server and listing its tools.
 	StartTimeout time.Duration
 	// RestartDelay is the wait before starting a server again after its
@@ -126,6 +130,7 @@ var serverName = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
 func New(servers []Server, logger *slog.Logger, opts Options) (*Manager, error) {
 	opts.CallTimeout = cmp.Or(opts.CallTimeout, DefaultCallTimeout)
 	opts.MaxOutput = cmp.Or(opts.MaxOutput, DefaultMaxOutput)
+	opts.MaxResponse = cmp.Or(opts.MaxResponse, DefaultMaxResponse)
 	opts.StartTimeout = cmp.Or(opts.StartTimeout, DefaultStartTimeout)
 	opts.RestartDelay = cmp.Or(opts.RestartDelay, DefaultRestartDelay)
 	opts.MaxRestartDelay = max(cmp.Or(opts.MaxRestartDelay, DefaultMaxRestartDelay), opts.RestartDelay)
