@@ -262,3 +262,39 @@ func TestAccessRules(t *testing.T) {
 		t.Errorf("LimitChanges = %+v, %v; want allow, remove, clear (the no-op not recorded)", changes, err)
 	}
 }
+
+// An author's messages sent at once to several threads cannot pass the
+// rate together: they are counted under a lock per author and guild.
+// (They were counted under each session's lock only, so messages to
+// eight threads at once were all admitted.)
+func TestAdmissionRatePerAuthorUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	var sessions []master.Session
+	for range 8 {
+		sessions = append(sessions, w.startSession())
+	}
+	a := master.Admission{PerMinute: 3, RateLimited: "slow down"}
+	states := make([]master.TurnState, len(sessions))
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		wg.Go(func() {
+			turn, _, err := w.store.RecordTurn(w.ctx, master.Turn{SessionID: s.ID, MessageID: fmt.Sprint(5000 + i), GuildID: "g1",
+				ChannelID: s.ThreadID, AuthorID: "spammer", Content: "m"}, a)
+			if err != nil {
+				t.Error(err)
+			}
+			states[i] = turn.State
+		})
+	}
+	wg.Wait()
+	admitted := 0
+	for _, st := range states {
+		if st == master.TurnQueued {
+			admitted++
+		}
+	}
+	if admitted != 3 {
+		t.Errorf("%d of 8 messages sent at once admitted (%v), want the rate's 3", admitted, states)
+	}
+}

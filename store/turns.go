@@ -54,8 +54,9 @@ func turnSortKey(messageID string) int64 {
 // is never answered, and never picked up again. So is one that a refuses:
 // its session already has a.MaxOpen turns queued or running, or its
 // author started a.PerMinute turns in the guild within the last minute.
-// Those counts are taken under a lock per session, so messages recorded
-// at once cannot exceed them together. The first refused turn since the
+// Those counts are taken under a lock per session and one per author in
+// the guild, so messages recorded at once, in one thread or several,
+// cannot exceed them together. The first refused turn since the
 // session's last admitted one queues the notice a gives for its reason.
 //
 // The message's files (t.Attachments) are recorded with the turn, in the
@@ -139,7 +140,11 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 // admit decides, under the session's lock, whether a message is queued or
 // refused by a's limits, and with which notice.
 func admit(ctx context.Context, tx pgx.Tx, t master.Turn, a master.Admission) (master.TurnState, string, error) {
-	if err := lockSessionTurns(ctx, tx, t.SessionID); err != nil {
+	author := ""
+	if a.PerMinute > 0 {
+		author = t.AuthorID
+	}
+	if err := lockAdmission(ctx, tx, t.SessionID, t.GuildID, author); err != nil {
 		return "", "", err
 	}
 	var open, recent int
@@ -201,8 +206,19 @@ func botTurns(ctx context.Context, tx pgx.Tx, guildID, botID string) (int, error
 // lockSessionTurns serialises, until tx ends, the admission of a
 // session's messages.
 func lockSessionTurns(ctx context.Context, tx pgx.Tx, sessionID int64) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('turns/' || $1::bigint, 0))`, sessionID); err != nil {
-		return fmt.Errorf("lock session: %w", err)
+	return lockAdmission(ctx, tx, sessionID, "", "")
+}
+
+// lockAdmission serialises, until tx ends, the admission of a session's
+// messages and, with an author, of that author's messages in the guild
+// (whatever their thread), in one statement: the session's lock first,
+// then the author's, always in that order (and the bot's lock, when
+// taken, after both: no cycle).
+func lockAdmission(ctx context.Context, tx pgx.Tx, sessionID int64, guildID, author string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('turns/' || $1::bigint, 0)),
+		CASE WHEN $3 <> '' THEN pg_advisory_xact_lock(hashtextextended('author/' || $2 || '/' || $3, 0)) END`,
+		sessionID, guildID, author); err != nil {
+		return fmt.Errorf("lock admission: %w", err)
 	}
 	return nil
 }
