@@ -101,7 +101,7 @@ func New(cfg Config, svc Service, logger *slog.Logger) *Handler {
 	mux.HandleFunc("POST /v1/sessions/{id}/messages", h.counted("message", h.signed(h.message)))
 	mux.HandleFunc("GET /v1/sessions/{id}", h.counted("session", h.signed(h.session)))
 	mux.HandleFunc("/v1/", h.counted("other", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, CodeNotFound, "There is no such endpoint: see README, \"Inbound API\".")
+		writeError(w, http.StatusNotFound, CodeNotFound, "There is no such endpoint: see docs/api.md, \"Inbound API\".")
 	}))
 	h.mux = mux
 	return h

@@ -104,5 +104,5 @@ func (h *Handler) refuseUnsigned(w http.ResponseWriter, r *http.Request, err err
 	}
 	writeError(w, http.StatusUnauthorized, CodeUnauthorized,
 		"The request is not signed with CALLON_API_SECRET: sign \"<METHOD> <path>\\n<body>\" (the path with its query, as callon receives it) "+
-			"with the webhook-id and webhook-timestamp, the Standard Webhooks way (see README, \"Inbound API\").")
+			"with the webhook-id and webhook-timestamp, the Standard Webhooks way (see docs/api.md).")
 }

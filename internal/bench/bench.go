@@ -8,7 +8,7 @@
 // worker pool; the memory and goroutines of many sessions; the master's
 // prompt as a session grows; and recovery after a process is killed.
 //
-// Figures belong in README and in this report, never in timed assertions:
+// Figures belong in docs/performance.md and in this report, never in timed assertions:
 // the smoke test checks that every stage runs and reports samples.
 package bench
 
