@@ -148,9 +148,10 @@ const settleSQL = `
 		SET prompt_tokens = gu.prompt_tokens + excluded.prompt_tokens,
 		    completion_tokens = gu.completion_tokens + excluded.completion_tokens
 	), t AS (
+		-- after the sessions' rows too: /dissolve locks a session, then its tasks
 		UPDATE tasks SET prompt_tokens = tasks.prompt_tokens + bt.p, completion_tokens = tasks.completion_tokens + bt.c
 		FROM (SELECT task_id, sum(p) AS p, sum(c) AS c FROM h WHERE task_id IS NOT NULL GROUP BY task_id) bt
-		WHERE tasks.id = bt.task_id
+		WHERE tasks.id = bt.task_id AND (SELECT count(*) FROM s) > 0
 	)
 	SELECT count(*) FROM h`
 
