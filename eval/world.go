@@ -222,7 +222,6 @@ func (w *world) DispatchedByTurn(context.Context, int64, string) (master.Session
 	return master.Session{}, master.ErrNotFound
 }
 
-
 // queued returns the tasks waiting for a worker, in order.
 func (w *world) queued() []master.Task {
 	w.mu.Lock()

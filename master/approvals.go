@@ -99,7 +99,6 @@ const (
 	DenyPrefix    = "deny:"
 )
 
-
 // ApprovalButtons are the buttons of approval request id.
 func ApprovalButtons(id int64) []Button {
 	s := strconv.FormatInt(id, 10)

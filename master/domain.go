@@ -254,8 +254,8 @@ type Signal struct {
 type TaskInput struct {
 	Goal    string // the session's goal
 	GuildID string // the session's guild: its tools are what it was granted
-	Role Role   // the task's role, with its prompt and model
-	Deps []Task // the tasks this one depends on, with their results
+	Role    Role   // the task's role, with its prompt and model
+	Deps    []Task // the tasks this one depends on, with their results
 	// Team is the other roles a worker may hand off to: names and
 	// descriptions only, never their prompts.
 	Team []Role

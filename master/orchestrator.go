@@ -27,8 +27,8 @@ type OrchestratorConfig struct {
 	// (CALLON_MAX_OUTPUT_TOKENS): the bound of a call's completion, held
 	// against the budgets while it runs; DefaultMaxOutput when zero.
 	MaxOutput int
-	Lease  time.Duration
-	Poll   time.Duration // fallback poll when no wake-up comes
+	Lease     time.Duration
+	Poll      time.Duration // fallback poll when no wake-up comes
 	// A decision that fails (its model cannot be reached, or a step
 	// fails) is retried up to Retries times, with backoff (from
 	// RetryDelay, doubling, for an unreachable model), before the turn

@@ -72,14 +72,14 @@ func (s *Store) CompleteTasks(ctx context.Context, cs []master.Completion) []err
 // attempt.
 func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx []int) (map[int64]bool, error) {
 	type row struct {
-		ID         int64           `json:"id"`
-		Attempt    int             `json:"attempt"`
-		State      string          `json:"state"`
-		Result     string          `json:"result"`
-		Error      string          `json:"error"`
-		Question   string          `json:"question"`
-		Kind       string          `json:"kind"`
-		Payload    json.RawMessage `json:"payload"`
+		ID       int64           `json:"id"`
+		Attempt  int             `json:"attempt"`
+		State    string          `json:"state"`
+		Result   string          `json:"result"`
+		Error    string          `json:"error"`
+		Question string          `json:"question"`
+		Kind     string          `json:"kind"`
+		Payload  json.RawMessage `json:"payload"`
 	}
 	rows := make([]row, 0, len(idx))
 	for _, i := range idx {

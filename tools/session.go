@@ -64,7 +64,7 @@ func connect(ctx context.Context, m *Manager, spec Server) (*session, error) {
 		t = &mcp.CommandTransport{Command: sess.cmd, TerminateDuration: terminateWait}
 	} else {
 		t = &mcp.StreamableClientTransport{
-			Endpoint:   spec.URL,
+			Endpoint: spec.URL,
 			HTTPClient: &http.Client{Transport: &headerTransport{base: m.httpTransport, headers: spec.Headers,
 				maxBody: m.opts.MaxResponse, overflow: &sess.overflow}},
 			MaxRetries: 2,
@@ -203,8 +203,8 @@ func (w *tailWriter) String() string {
 
 // headerTransport adds a server's configured headers to every request.
 type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
+	base     http.RoundTripper
+	headers  map[string]string
 	maxBody  int64        // bytes of a response's body read before it fails
 	overflow *atomic.Bool // set when one did
 }

@@ -32,7 +32,7 @@ type fakeStore struct {
 	PauseForApprovalFunc func(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration) (int64, error)
 	approvers            []string // passed to the latest pause
 
-	holds sync.Mutex // guards lastHold
+	holds    sync.Mutex // guards lastHold
 	lastHold int64
 }
 
