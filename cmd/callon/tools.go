@@ -96,7 +96,14 @@ func (t toolbox) Allows(guild string, allowed []string, name string) bool {
 	return tools.Allows(allowed, name) && (!mcp || t.m.Granted(t.guild(guild), srv))
 }
 
-func (t toolbox) Approvers(name string) []string { return t.m.Approvers(name) }
+// Approvers are the server's, but none in the terminal: there the
+// operator, who named them, decides.
+func (t toolbox) Approvers(name string) []string {
+	if t.operator {
+		return nil
+	}
+	return t.m.Approvers(name)
+}
 
 func (t toolbox) NeedsApproval(allowed []string, name, args string) bool {
 	return t.m.Approval(allowed, name, json.RawMessage(args))
