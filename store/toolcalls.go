@@ -208,11 +208,12 @@ func activeCalls(ctx context.Context, q querier, tasks []master.Task) (map[int64
 
 // PauseForApproval pauses a running task until a person decides on its
 // call seq: the task waits in state approval (no lease: the sweeper
-// leaves it alone, and its round waits for it), its usage so far is
-// counted as each model call returned, and, in the same transaction, the
-// request is recorded (with the call's arguments in full and the Discord
-// roles of its approvers, if any) to expire after timeout, a NEED_APPROVAL signal is written, and the
-// message with the Approve and Deny buttons is queued for the thread. A
+// leaves it alone, and its round waits for it; its model calls were
+// charged as each returned), and, in the same transaction, the request is
+// recorded (with the call's arguments in full and the Discord roles of
+// its approvers, if any) to expire after timeout, a NEED_APPROVAL signal
+// is written, and the message with the Approve and Deny buttons is queued
+// for the thread. A
 // request already made for the call is not made again. It returns the
 // request's id.
 func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, approvers []string) (int64, error) {

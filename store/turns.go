@@ -567,37 +567,6 @@ func (s *Store) FailTurn(ctx context.Context, g master.Guard, retryIn time.Durat
 	return n, nil
 }
 
-// CountMasterCall counts one more master model call on the guarded turn,
-// before it is made, and returns the count; master.ErrCeiling when the
-// turn has made max calls already (the count then stays).
-func (s *Store) CountMasterCall(ctx context.Context, g master.Guard, max int) (int, error) {
-	var n int
-	var over bool
-	err := s.pool.QueryRow(ctx, `
-		WITH t AS (
-			SELECT u.id, u.master_calls FROM turns u JOIN sessions s ON s.id = u.session_id
-			WHERE u.id = $1 AND u.session_id = $2 AND u.state = 'running'
-			  AND s.state = 'active' AND s.master_owner = $3
-		), counted AS (
-			UPDATE turns u SET master_calls = u.master_calls + 1
-			FROM t WHERE u.id = t.id AND t.master_calls < $4
-			RETURNING u.master_calls
-		)
-		SELECT coalesce((SELECT master_calls FROM counted), (SELECT master_calls FROM t)),
-		       NOT EXISTS (SELECT 1 FROM counted)
-		FROM t`, g.TurnID, g.SessionID, g.Owner, max).Scan(&n, &over)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("count master call on turn %d: %w", g.TurnID, master.ErrStale)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("count master call: %w", err)
-	}
-	if over {
-		return n, fmt.Errorf("turn %d made %d master calls: %w", g.TurnID, n, master.ErrCeiling)
-	}
-	return n, nil
-}
-
 // AbandonTurn ends a running turn whatever its round, the last resort when
 // finishing it normally failed: text is queued as its reply unless it has
 // one, and the turn is done. It needs only the master lease.
