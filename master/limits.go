@@ -42,10 +42,10 @@ func (e *BudgetError) Error() string {
 	return fmt.Sprintf("%s budget of %d tokens spent (%d used)", scope, e.Limit, e.Used)
 }
 
-// Busy reports whether only the holds of calls in flight stand in the
-// way: what was used is still under the budget, and those calls may
-// settle for less than they hold.
-func (e *BudgetError) Busy() bool { return e.Held > 0 && e.Used < e.Limit }
+// Busy reports whether only the holds of calls in flight stood in the
+// way: what was used is still under the budget (the holds that refused a
+// call may have settled since, for less than they held).
+func (e *BudgetError) Busy() bool { return e.Used < e.Limit }
 
 // Is makes a BudgetError match ErrBudget.
 func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
