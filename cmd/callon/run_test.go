@@ -171,13 +171,13 @@ func TestConfigErrorsNameEveryVariable(t *testing.T) {
 func TestMigrate(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": storetest.EmptyURL(t)}
-	files, err := filepath.Glob("../../store/migrations/*.sql") // every migration the binary embeds
+	files, err := filepath.Glob("../../store/migrations/*.sql")
 	if err != nil || len(files) == 0 {
-		t.Fatalf("migrations: %v, %v", files, err)
+		t.Fatalf("no migrations found: %v", err)
 	}
 	out, _, err := runCmd(t, env, "migrate")
-	if want := fmt.Sprintf("applied %d migration", len(files)); err != nil || !strings.Contains(out, want) {
-		t.Fatalf("first migrate: %q, %v; want %q", out, err, want)
+	if err != nil || !strings.Contains(out, fmt.Sprintf("applied %d migration", len(files))) {
+		t.Fatalf("first migrate: %q, %v", out, err)
 	}
 	out, _, err = runCmd(t, env, "migrate")
 	if err != nil || !strings.Contains(out, "applied 0 migration") {

@@ -1,4 +1,4 @@
--- 0012: trust boundaries (#20): every model call charged when it returns,
+-- 0013: trust boundaries (#20): every model call charged when it returns,
 -- against budgets that hold each call's worst case while it runs.
 
 -- Tokens held by a session's model calls in flight: their worst case,
