@@ -143,7 +143,7 @@ roles:
 		t.Errorf("callon signals = %v:\n%s\nwant the TOOL signals", err, out)
 	}
 	team := embedText(w.command(thread, w.dc.UserID(), 0, "team"))
-	mustContain(t, "/team", team, "tools: local.echo", "tools: remote.add, fetch_url", "called **local.echo**")
+	mustContain(t, "/team", team, "tools: local.echo", "tools: remote.add, fetch_url", "called `local.echo`")
 }
 
 // fetch_url fetches what CALLON_FETCH_ALLOW allows (here an httptest
