@@ -48,6 +48,9 @@ type OrchestratorConfig struct {
 	ReportCap     int      // reports between two sessions per hour
 	Channels      Channels // Discord, for dispatch
 	Service       *Service // starts dispatched sessions, within its caps and allow lists
+	// Archive archives the thread of a dispatched team the caps refused
+	// at the last moment; nil leaves it.
+	Archive func(ctx context.Context, threadID string) error
 
 	// Guilds tells what the author of a turn may do in Discord: dispatch
 	// needs them to see and post in the target channel, and replan to be

@@ -36,6 +36,9 @@ type Channel struct {
 	Name     string
 	Thread   bool
 	ParentID string
+	// Other says it is neither a text channel nor a thread (a voice
+	// channel, a forum, a category): no team works there.
+	Other bool
 }
 
 // Channels is what hand-back needs from Discord: finding channels,

@@ -166,7 +166,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
 			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth, ReportCap: cfg.HandBack.ReportCap,
-			Channels: b.Channels(), Service: svc, Guilds: b.Channels(), Metrics: reg,
+			Channels: b.Channels(), Service: svc, Guilds: b.Channels(), Archive: b.Messenger().Archive, Metrics: reg,
 			Vision: att.Vision(cfg.MasterModel), Instructions: cfg.MasterPrompt,
 		}, st, masterModel, log)
 		out := b.Messenger()
