@@ -8,6 +8,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/master"
 )
 
@@ -194,7 +195,7 @@ func (b *Bot) runRoles(ctx context.Context, i *discordgo.InteractionCreate, sub 
 		if err != nil {
 			return "", err
 		}
-		return master.RenderRoles(channelID, before, changes, b.roles.Policy()), nil
+		return render.Roles(channelID, before, changes, b.roles.Policy()), nil
 	case "set":
 		role := roleFromOptions(sub)
 		if len(role.Tools) > 0 {

@@ -166,7 +166,7 @@ func (s *workerStore) RecordToolCall(_ context.Context, _ int64, _, seq int, res
 }
 
 // PauseForApproval is never reached: no scripted tool needs approval.
-func (s *workerStore) PauseForApproval(context.Context, int64, int, int, time.Duration, []string) (int64, error) {
+func (s *workerStore) PauseForApproval(context.Context, int64, int, int, master.ApprovalAsk) (int64, error) {
 	return 0, fmt.Errorf("eval: no tool of a case needs approval")
 }
 

@@ -1,7 +1,6 @@
 package master
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,6 +91,24 @@ type Approval struct {
 	MessageID string // the request's message once posted; ""
 }
 
+// ApprovalAsk is what pausing a task for a person's approval records
+// beside the call: who decides, how long they have, and the request's
+// message, rendered beforehand for a pending request expiring Timeout
+// from now (the store renders nothing; it adds the buttons, which carry
+// the request's id).
+type ApprovalAsk struct {
+	// Approvers are the roles whose members alone decide (see
+	// Approval.Approvers); none: the owner and thread managers.
+	Approvers []string
+	// Timeout is how long the request waits: undecided, it expires and
+	// counts as denied.
+	Timeout time.Duration
+	Text    string
+	// File holds the call's arguments when they do not fit in Text; none
+	// when its Name is "".
+	File File
+}
+
 // Custom id prefixes of an approval request's buttons; the request's id
 // follows.
 const (
@@ -153,10 +170,6 @@ type ApprovalStore interface {
 	// queues its task again. A request already decided is returned as
 	// it stands, unchanged.
 	DecideApproval(ctx context.Context, id int64, approve bool, by string) (Approval, error)
-	// UnsettledApprovals lists up to limit requests of scope's sessions
-	// decided (or expired, or cancelled) before before, whose posted message still shows
-	// buttons.
-	UnsettledApprovals(ctx context.Context, scope Scope, before time.Time, limit int) ([]Approval, error)
 	// SettleApproval records that a request's message shows its outcome.
 	SettleApproval(ctx context.Context, id int64) error
 }
@@ -244,71 +257,4 @@ func (a *Approvals) DecideIn(ctx context.Context, sessionID, id int64, approve b
 // bot has edited it.
 func (a *Approvals) Settled(ctx context.Context, id int64) error {
 	return a.store.SettleApproval(ctx, id)
-}
-
-// SettlerConfig tunes a Settler.
-type SettlerConfig struct {
-	// Poll is how often decided requests are looked for.
-	Poll time.Duration
-	// Grace leaves a request just decided by a click to the click's own
-	// answer, which edits the message at once.
-	Grace time.Duration
-	Now   func() time.Time
-	// Scope is the sessions whose requests this settler edits.
-	Scope Scope
-}
-
-// Settler keeps each approval request's message showing its outcome,
-// its buttons removed, once it is decided: within Poll for a request
-// that expired or was cancelled, or whose click could not be answered.
-type Settler struct {
-	cfg   SettlerConfig
-	store ApprovalStore
-	out   Messenger
-	log   *slog.Logger
-}
-
-// NewSettler returns a settler; Run starts it.
-func NewSettler(cfg SettlerConfig, store ApprovalStore, out Messenger, logger *slog.Logger) *Settler {
-	cfg.Poll = cmp.Or(cfg.Poll, 2*time.Second)
-	cfg.Grace = cmp.Or(cfg.Grace, 2*time.Second)
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	return &Settler{cfg: cfg, store: store, out: out, log: logger.With("component", "approvals")}
-}
-
-// settleBatch bounds the messages one pass edits.
-const settleBatch = 20
-
-// Run edits the message of every decided request that still shows its
-// buttons, until ctx ends.
-func (a *Settler) Run(ctx context.Context) error {
-	drain(ctx, a.settle, settleBatch, a.cfg.Poll, nil, a.log, "settle approvals")
-	return nil
-}
-
-// settle edits one batch of messages to show their request's outcome. A
-// message that cannot be edited any more (its thread archived or
-// deleted) counts as settled. A failure ends the pass: the rest wait for
-// the next poll.
-func (a *Settler) settle(ctx context.Context) (int, error) {
-	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	list, err := a.store.UnsettledApprovals(qctx, a.cfg.Scope, a.cfg.Now().Add(-a.cfg.Grace), settleBatch)
-	cancel()
-	if err != nil {
-		return 0, err
-	}
-	for i, ap := range list {
-		ectx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		err := a.out.Edit(ectx, ap.ChannelID, ap.MessageID, ApprovalText(ap))
-		if err == nil || errors.Is(err, ErrPermanent) {
-			err = a.store.SettleApproval(ectx, ap.ID)
-		}
-		cancel()
-		if err != nil {
-			return i, fmt.Errorf("approval %d: %w", ap.ID, err)
-		}
-	}
-	return len(list), nil
 }

@@ -111,8 +111,8 @@ func (p AttachmentPolicy) Plan(files []IncomingAttachment) []Attachment {
 		a := Attachment{
 			Position:    i,
 			DiscordID:   f.ID,
-			Name:        uniqueName(CleanText(strings.TrimSpace(f.Filename)), seen),
-			ContentType: CleanText(f.ContentType),
+			Name:        uniqueName(validText(strings.TrimSpace(f.Filename)), seen),
+			ContentType: f.ContentType,
 			Size:        max(f.Size, 0),
 			State:       AttachmentPending,
 		}

@@ -31,10 +31,11 @@ type CommandStore interface {
 	// SessionStats counts what a session did.
 	SessionStats(ctx context.Context, sessionID int64) (SessionStats, error)
 	// Dissolve ends an active session: open tasks and turns are cancelled,
-	// summary is queued for its thread (which is archived once it is
-	// posted), and final, when set, is delivered to its report_to.
-	// ErrNotFound when the session is not active any more.
-	Dissolve(ctx context.Context, sessionID int64, summary string, final *NewReport) error
+	// the reports it never took up are posted in its thread (cut into
+	// messages by split), summary is queued for its thread (which is
+	// archived once it is posted), and final, when set, is delivered to
+	// its report_to. ErrNotFound when the session is not active any more.
+	Dissolve(ctx context.Context, sessionID int64, summary string, final *NewReport, split func(string) []string) error
 	// HandBack tells how many reports a session sent, and its last answer.
 	HandBack(ctx context.Context, sessionID int64) (sent int, lastAnswer string, err error)
 	// SpendStore holds each /replan call's worst case and settles it
@@ -122,20 +123,21 @@ func (c *Commands) Session(ctx context.Context, threadID string) (Session, error
 	return s, noTeam(err)
 }
 
-// Team renders /team for a thread's active session.
-func (c *Commands) Team(ctx context.Context, threadID string) (Embed, error) {
+// Team is what /team shows of a thread's active session.
+func (c *Commands) Team(ctx context.Context, threadID string) (TeamView, error) {
 	s, err := c.Session(ctx, threadID)
 	if err != nil {
-		return Embed{}, err
+		return TeamView{}, err
 	}
 	v, err := c.store.TeamView(ctx, s.ID, 6)
 	if err != nil {
-		return Embed{}, err
+		return TeamView{}, err
 	}
 	v.Now = c.cfg.Now()
 	v.Budget = effective(v.Spend.Budget, c.cfg.Budget.SessionTokens)
 	v.Cost = c.cfg.Prices.Cost(v.Spend.ByModel)
-	return RenderTeam(v, c.cfg.WorkerModel), nil
+	v.WorkerModel = c.cfg.WorkerModel
+	return v, nil
 }
 
 // Replan asks the model to reorganize the team, applies it, and returns
@@ -218,7 +220,7 @@ func (c *Commands) Dissolve(ctx context.Context, s Session, a Actor) error {
 			final = &NewReport{Summary: summary, Final: true, Posted: posted, Turn: turn}
 		}
 	}
-	if err := c.store.Dissolve(ctx, s.ID, closingSummary(s, a, stats, c.cfg.Now()), final); err != nil {
+	if err := c.store.Dissolve(ctx, s.ID, closingSummary(s, a, stats, c.cfg.Now()), final, MessageParts); err != nil {
 		return noTeam(err)
 	}
 	c.cfg.CancelSession(s.ID)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // A team is dormant once it has been idle for a while (DormancyConfig.Idle)
@@ -150,7 +152,7 @@ func (d *Dormancy) Run(ctx context.Context) error {
 	if d.cfg.Idle <= 0 {
 		return nil
 	}
-	t := time.NewTicker(Jitter(d.cfg.Every))
+	t := time.NewTicker(proc.Jitter(d.cfg.Every))
 	defer t.Stop()
 	for {
 		select {

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // Downloader fetches a file from Discord's CDN. It refuses any address
@@ -80,7 +82,7 @@ func NewFetcher(cfg FetcherConfig, store AttachmentStore, dl Downloader, logger 
 
 // Run downloads pending files until ctx ends.
 func (f *Fetcher) Run(ctx context.Context) error {
-	drain(ctx, f.Flush, f.cfg.Batch, f.cfg.Poll, f.cfg.Wake, f.log, "claim attachments")
+	proc.Drain(ctx, f.Flush, f.cfg.Batch, f.cfg.Poll, f.cfg.Wake, f.log, "claim attachments")
 	return nil
 }
 
@@ -143,7 +145,7 @@ func (f *Fetcher) result(a Attachment, data []byte, ct string, err error) Attach
 	case err != nil && a.Attempts >= f.cfg.MaxAttempts:
 		return AttachmentResult{State: AttachmentFailed, Note: "the download failed"}
 	case err != nil:
-		return AttachmentResult{State: AttachmentPending, RetryIn: Backoff(a.Attempts, 2*time.Second, time.Minute)}
+		return AttachmentResult{State: AttachmentPending, RetryIn: proc.Backoff(a.Attempts, 2*time.Second, time.Minute)}
 	}
 	r := AttachmentResult{State: AttachmentStored, Data: data, Size: int64(len(data)), ContentType: cmp.Or(a.ContentType, ct)}
 	switch a.Kind {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // OrchestratorConfig tunes the orchestrator. Zero values take the documented defaults.
@@ -224,7 +226,7 @@ func (o *Orchestrator) pending(ctx context.Context) ([]int64, error) {
 
 // wait returns on a wake-up, a finished step, or the jittered poll.
 func (o *Orchestrator) wait(ctx context.Context) error {
-	poll := time.NewTimer(Jitter(o.cfg.Poll))
+	poll := time.NewTimer(proc.Jitter(o.cfg.Poll))
 	defer poll.Stop()
 	select {
 	case <-ctx.Done():
@@ -255,7 +257,7 @@ func (o *Orchestrator) backOff(id int64, wait time.Duration) {
 	defer o.mu.Unlock()
 	r := o.backoff[id]
 	r.failures++
-	r.until = time.Now().Add(max(wait, Backoff(r.failures, time.Second, time.Minute)))
+	r.until = time.Now().Add(max(wait, proc.Backoff(r.failures, time.Second, time.Minute)))
 	o.backoff[id] = r
 }
 
@@ -368,7 +370,7 @@ func (o *Orchestrator) failed(ctx context.Context, sessionID int64, turn *Turn, 
 	log = log.With("turn_id", g.TurnID)
 	n := turn.MasterFailures + 1
 	if n <= o.cfg.Retries {
-		wait := Backoff(n, base, top)
+		wait := proc.Backoff(n, base, top)
 		if _, ferr := o.store.FailTurn(ctx, g, wait); ferr != nil {
 			log.Error("master step failed, and so did recording it", "err", err, "record_err", ferr)
 			o.backOff(sessionID, wait)

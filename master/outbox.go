@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // OutboxConfig tunes the outbox sender.
@@ -76,7 +78,7 @@ func NewOutbox(cfg OutboxConfig, store OutboxStore, out Messenger, logger *slog.
 
 // Run delivers pending messages until ctx ends.
 func (d *Outbox) Run(ctx context.Context) error {
-	drain(ctx, d.Flush, d.cfg.Batch, d.cfg.Poll, d.cfg.Wake, d.log, "claim outbox")
+	proc.Drain(ctx, d.Flush, d.cfg.Batch, d.cfg.Poll, d.cfg.Wake, d.log, "claim outbox")
 	return nil
 }
 
@@ -148,7 +150,7 @@ func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
 	}
 	age := d.cfg.Now().Sub(m.CreatedAt)
 	permanent := errors.Is(err, ErrPermanent) || age > d.cfg.RetryFor
-	retry := Backoff(m.Attempts+1, time.Second, d.cfg.MaxRetryDelay)
+	retry := proc.Backoff(m.Attempts+1, time.Second, d.cfg.MaxRetryDelay)
 	switch {
 	case errors.Is(err, ErrPermanent):
 		log.Error("message given up: Discord refuses it", "attempt", m.Attempts+1, "err", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // Purged counts the rows one purge deleted.
@@ -59,7 +61,7 @@ func (r *Retention) Run(ctx context.Context) error {
 	}
 	for {
 		r.purge(ctx)
-		t := time.NewTimer(Jitter(r.cfg.Every))
+		t := time.NewTimer(proc.Jitter(r.cfg.Every))
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -369,7 +369,7 @@ func (s *Service) HandleMessage(ctx context.Context, m Incoming) (Turn, error) {
 // the attachment policy, and the role it is addressed to, if any.
 func (s *Service) newTurn(ctx context.Context, sessionID int64, guildID, channelID string, m Incoming) (Turn, error) {
 	t := Turn{SessionID: sessionID, MessageID: m.ID, GuildID: guildID, ChannelID: channelID, AuthorID: m.AuthorID, AuthorBot: m.AuthorBot,
-		Content: CleanText(m.Content), State: TurnQueued, Attachments: s.attach.Plan(m.Attachments)}
+		Content: m.Content, State: TurnQueued, Attachments: s.attach.Plan(m.Attachments)}
 	if addressCandidate(m.Content) != "" {
 		roster, err := s.store.Roster(ctx, sessionID)
 		if err != nil {
@@ -532,7 +532,7 @@ func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, ready time.
 		}
 		live := posted.After(ready)
 		t := Turn{SessionID: p.SessionID, MessageID: m.ID, GuildID: p.GuildID, ChannelID: p.ThreadID,
-			AuthorID: m.AuthorID, AuthorBot: m.AuthorBot, Content: CleanText(m.Content), State: TurnRefused}
+			AuthorID: m.AuthorID, AuthorBot: m.AuthorBot, Content: m.Content, State: TurnRefused}
 		if p.Refusal != "" {
 			// The dormant team cannot wake: the thread is told why, once.
 			if _, _, err := s.store.RecordTurn(ctx, t, Admission{Refused: p.Refusal}); err != nil {

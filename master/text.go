@@ -9,16 +9,6 @@ import (
 	"unicode/utf8"
 )
 
-// CleanText makes text from users and models storable: Postgres refuses
-// NUL in text and invalid UTF-8, so a NUL becomes U+FFFD and invalid
-// bytes do too. Nothing else changes, and nothing is dropped.
-func CleanText(s string) string {
-	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
-		return s
-	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-}
-
 // discordEpoch is the first millisecond of 2015, where snowflakes start.
 const discordEpoch = 1420070400000
 
@@ -63,6 +53,9 @@ func ParseSnowflake(id string) (int64, bool) {
 
 // MaxMessageLen is Discord's limit on a message's content, in characters.
 const MaxMessageLen = 2000
+
+// MessageParts is text cut into messages (Split at MaxMessageLen).
+func MessageParts(text string) []string { return Split(text, MaxMessageLen) }
 
 // Split breaks text into parts of at most max characters, preferring to
 // cut between paragraphs, then between lines, then between words; a word

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // WebhookEventKind names an event callon tells an outside dispatcher about.
@@ -129,7 +131,7 @@ func NewWebhookSender(cfg WebhookSenderConfig, store WebhookStore, post Poster, 
 
 // Run delivers due events until ctx ends.
 func (s *WebhookSender) Run(ctx context.Context) error {
-	drain(ctx, s.Flush, s.cfg.Batch, s.cfg.Poll, s.cfg.Wake, s.log, "claim webhook events")
+	proc.Drain(ctx, s.Flush, s.cfg.Batch, s.cfg.Poll, s.cfg.Wake, s.log, "claim webhook events")
 	return nil
 }
 
@@ -214,7 +216,7 @@ func (s *WebhookSender) judge(ev WebhookEvent, res PostResult, err error) Webhoo
 		r.Failed = true
 		return r
 	}
-	r.RetryIn = max(Backoff(ev.Attempt, s.cfg.RetryBase, s.cfg.RetryMax), min(res.RetryAfter, MaxRetryAfter))
+	r.RetryIn = max(proc.Backoff(ev.Attempt, s.cfg.RetryBase, s.cfg.RetryMax), min(res.RetryAfter, MaxRetryAfter))
 	return r
 }
 

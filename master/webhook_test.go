@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // fakeWebhookStore is a WebhookStore of functions.
@@ -102,13 +104,13 @@ func TestWebhookBackoffGrowsWithJitterUpToTheCap(t *testing.T) {
 	for n := 1; n <= 20; n++ {
 		want := min(base<<(n-1), hi)
 		for range 50 {
-			if d := Backoff(n, base, hi); d < want/2 || d > want {
-				t.Fatalf("Backoff(%d) = %v, want within [%v, %v]", n, d, want/2, want)
+			if d := proc.Backoff(n, base, hi); d < want/2 || d > want {
+				t.Fatalf("proc.Backoff(%d) = %v, want within [%v, %v]", n, d, want/2, want)
 			}
 		}
 	}
 	// Growth: each attempt's shortest delay is the previous one's longest.
-	if Backoff(3, base, hi) < 2*time.Second || Backoff(1, base, hi) > time.Second {
+	if proc.Backoff(3, base, hi) < 2*time.Second || proc.Backoff(1, base, hi) > time.Second {
 		t.Error("the third delay is not at least the first one's longest")
 	}
 }

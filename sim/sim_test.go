@@ -299,7 +299,7 @@ func (s *sequence) pause(t master.Task) {
 	if err != nil {
 		s.fatalf("PlanToolCalls: %v", err)
 	}
-	if _, err := s.st.PauseForApproval(s.ctx, t.ID, t.Attempt, recs[0].Seq, time.Hour, nil); err != nil {
+	if _, err := s.st.PauseForApproval(s.ctx, t.ID, t.Attempt, recs[0].Seq, master.ApprovalAsk{Timeout: time.Hour, Text: "approve?"}); err != nil {
 		s.fatalf("PauseForApproval: %v", err)
 	}
 }
@@ -369,7 +369,7 @@ func (s *sequence) dissolve() {
 	if s.rng.IntN(4) > 0 {
 		return // rarer than its weight: a dissolved team does little more
 	}
-	err := s.st.Dissolve(s.ctx, s.session.ID, "dissolved by the sequence", nil)
+	err := s.st.Dissolve(s.ctx, s.session.ID, "dissolved by the sequence", nil, nil)
 	if err != nil && !errors.Is(err, master.ErrNotFound) {
 		s.fatalf("Dissolve: %v", err)
 	}

@@ -7,8 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/callonbot/callon/master"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/callonbot/callon/master"
 )
 
 // insertRoster writes a session's roles in one statement, in order.
@@ -22,7 +23,7 @@ func insertRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mast
 		if tools[i] == nil {
 			tools[i] = []string{}
 		}
-		names[i], descs[i], prompts[i], models[i] = r.Name, master.CleanText(r.Description), master.CleanText(r.Prompt), r.Model
+		names[i], descs[i], prompts[i], models[i] = r.Name, cleanText(r.Description), cleanText(r.Prompt), r.Model
 		temps[i] = r.Temperature
 		if r.MaxTokens > 0 {
 			v := int32(r.MaxTokens)

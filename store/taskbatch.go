@@ -171,10 +171,10 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 // cleanOutcome returns out with its texts cleaned, or why a worker cannot
 // end a task with it.
 func cleanOutcome(out master.Outcome) (master.Outcome, error) {
-	out.Result, out.Error, out.Question = master.CleanText(out.Result), master.CleanText(out.Error), master.CleanText(out.Question)
+	out.Result, out.Error, out.Question = cleanText(out.Result), cleanText(out.Error), cleanText(out.Question)
 	if out.Handoff != nil {
 		h := *out.Handoff
-		h.Instruction = master.CleanText(h.Instruction)
+		h.Instruction = cleanText(h.Instruction)
 		out.Handoff = &h
 	}
 	switch out.State {

@@ -90,7 +90,7 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nullif($9, ''), $10)
 		ON CONFLICT (message_id) DO NOTHING
 		RETURNING `+turnColumns,
-		t.SessionID, t.MessageID, t.GuildID, t.ChannelID, t.AuthorID, master.CleanText(t.Content), key, state, t.AddressedTo, t.AuthorBot))
+		t.SessionID, t.MessageID, t.GuildID, t.ChannelID, t.AuthorID, cleanText(t.Content), key, state, t.AddressedTo, t.AuthorBot))
 	if errors.Is(err, master.ErrNotFound) {
 		turn, err = scanTurn(tx.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns u WHERE u.message_id = $1`, t.MessageID))
 		if err != nil {
@@ -117,7 +117,7 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 	}
 	answered := false
 	if len(t.Attachments) == 0 {
-		answered, err = answerWaitingTurn(ctx, tx, t.SessionID, turn.ID, key, master.CleanText(t.Content), s.attempts())
+		answered, err = answerWaitingTurn(ctx, tx, t.SessionID, turn.ID, key, cleanText(t.Content), s.attempts())
 		if err != nil {
 			return master.Turn{}, false, fmt.Errorf("record turn: answer workers: %w", err)
 		}
@@ -477,7 +477,7 @@ func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind maste
 	for i, p := range texts {
 		parts[i] = int32(i)
 		nonces[i] = outNonce(turn.ID, kind, seq, i)
-		contents[i] = master.CleanText(p)
+		contents[i] = cleanText(p)
 	}
 	// A report's, a brief's or an API message's turn has no Discord
 	// message to reply to.

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/glamour"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/master"
 )
 
@@ -122,7 +123,7 @@ func (m *model) Init() tea.Cmd {
 		m.queue = append(m.queue, m.st.faint.Render(Clean(l)))
 	}
 	for _, a := range m.pending {
-		m.asks = append(m.asks, ask{id: a.ID, text: master.ApprovalText(a)})
+		m.asks = append(m.asks, ask{id: a.ID, text: render.Approval(a)})
 		m.mode = approving
 	}
 	for _, e := range m.recent {
@@ -408,7 +409,7 @@ func (m *model) decidedOne(a master.Approval, err error) tea.Cmd {
 	}
 	m.decided[a.ID] = true
 	m.dropAsk(a.ID)
-	return m.print(m.render(master.ApprovalText(a)))
+	return m.print(m.render(render.Approval(a)))
 }
 
 // dropAsk removes a request from those waiting.
@@ -434,7 +435,7 @@ func (m *model) event(ev Event) tea.Cmd {
 		}
 		return cmd
 	case Status:
-		if master.StatusSettled(ev.Text) {
+		if render.IsSettled(ev.Text) {
 			m.dropLive(ev.ID)
 			return m.print(m.st.faint.Render(oneLine(m.words.Translate(ev.Text))))
 		}

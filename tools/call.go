@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // Result is the outcome of one call, as the model reads it.
@@ -88,7 +90,7 @@ func (m *Manager) call(ctx context.Context, guild, name string, raw json.RawMess
 			return render(res), res.IsError
 		}
 		if sess.overflow.Swap(false) {
-			return fmt.Sprintf("%s: the server's answer was larger than %s, so it was not read", name, byteSize(int(m.opts.MaxResponse))), true
+			return fmt.Sprintf("%s: the server's answer was larger than %s, so it was not read", name, proc.ByteSize(int(m.opts.MaxResponse))), true
 		}
 		if unsent(err) {
 			s.retire(sess, err)
@@ -128,9 +130,9 @@ func render(res *mcp.CallToolResult) string {
 		case *mcp.TextContent:
 			parts = append(parts, c.Text)
 		case *mcp.ImageContent:
-			parts = append(parts, fmt.Sprintf("[image: %s, %s]", c.MIMEType, byteSize(len(c.Data))))
+			parts = append(parts, fmt.Sprintf("[image: %s, %s]", c.MIMEType, proc.ByteSize(len(c.Data))))
 		case *mcp.AudioContent:
-			parts = append(parts, fmt.Sprintf("[audio: %s, %s]", c.MIMEType, byteSize(len(c.Data))))
+			parts = append(parts, fmt.Sprintf("[audio: %s, %s]", c.MIMEType, proc.ByteSize(len(c.Data))))
 		case *mcp.ResourceLink:
 			parts = append(parts, fmt.Sprintf("[resource link: %s %s]", c.Name, c.URI))
 		case *mcp.EmbeddedResource:
@@ -140,7 +142,7 @@ func render(res *mcp.CallToolResult) string {
 			case r.Text != "":
 				parts = append(parts, fmt.Sprintf("[resource: %s]\n%s", r.URI, r.Text))
 			default:
-				parts = append(parts, fmt.Sprintf("[resource: %s, %s, %s]", r.URI, r.MIMEType, byteSize(len(r.Blob))))
+				parts = append(parts, fmt.Sprintf("[resource: %s, %s, %s]", r.URI, r.MIMEType, proc.ByteSize(len(r.Blob))))
 			}
 		default:
 			parts = append(parts, fmt.Sprintf("[%T content]", c))
@@ -158,18 +160,6 @@ func render(res *mcp.CallToolResult) string {
 		return "(no output)"
 	}
 	return strings.Join(parts, "\n")
-}
-
-// byteSize is n bytes in a short human form: "512 B", "12 KiB", "3.4 MiB".
-func byteSize(n int) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%d KiB", (n+1<<9)>>10)
-	default:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
 }
 
 // truncate cuts s to at most limit bytes, on a character boundary, and

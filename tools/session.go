@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 const (
@@ -237,7 +239,7 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 		if b.overflow != nil {
 			b.overflow.Store(true)
 		}
-		return 0, fmt.Errorf("the server's response is larger than %s: not read further", byteSize(int(b.max)))
+		return 0, fmt.Errorf("the server's response is larger than %s: not read further", proc.ByteSize(int(b.max)))
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/callonbot/callon/master"
 )
@@ -195,11 +196,24 @@ func (p *Pool) makeCall(ctx context.Context, r *running, in TaskInput, c master.
 	return p.cfg.Tools.Call(ctx, in.GuildID, c.Name, c.Args), nil
 }
 
+// ask is the request for a person's approval of call c of task.
+func (p *Pool) ask(task master.Task, c master.CallRecord) master.ApprovalAsk {
+	ask := master.ApprovalAsk{Approvers: p.cfg.Tools.Approvers(c.Name), Timeout: p.cfg.ApprovalTimeout}
+	a := master.Approval{TaskID: task.ID, Seq: c.Seq, Role: task.Role, Tool: c.Name, Args: c.Args, Approvers: ask.Approvers,
+		State: master.ApprovalPending, ExpiresAt: time.Now().Add(ask.Timeout)}
+	if p.cfg.Ask == nil {
+		ask.Text = fmt.Sprintf("%s asks to call %s.", a.Role, master.ToolName(a.Tool))
+		return ask
+	}
+	ask.Text, ask.File = p.cfg.Ask(a)
+	return ask
+}
+
 // pause asks for a person's approval of call c and pauses the task; it
 // returns errPaused once the store has done both.
 func (p *Pool) pause(ctx context.Context, r *running, c master.CallRecord, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	id, err := p.store.PauseForApproval(sctx, r.task.ID, r.task.Attempt, c.Seq, p.cfg.ApprovalTimeout, p.cfg.Tools.Approvers(c.Name))
+	id, err := p.store.PauseForApproval(sctx, r.task.ID, r.task.Attempt, c.Seq, p.ask(r.task, c))
 	cancel()
 	if err := p.storeErr(r, "pause for approval", err); err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/callonbot/callon/internal/proc"
 	"github.com/callonbot/callon/master"
 )
 
@@ -61,9 +62,8 @@ type Store interface {
 	// RecordToolCall records a call's result with its TOOL signal.
 	RecordToolCall(ctx context.Context, taskID int64, attempt, seq int, res master.ToolResult) error
 	// PauseForApproval pauses a running task until a person decides on
-	// its call seq, and posts the request (once per call), naming the
-	// Discord roles of its approvers, if any.
-	PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, approvers []string) (int64, error)
+	// its call seq, and posts the request ask carries (once per call).
+	PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, ask master.ApprovalAsk) (int64, error)
 }
 
 // TaskInput is everything a worker is allowed to see for one task: the
@@ -134,6 +134,10 @@ type Config struct {
 	// ApprovalTimeout is how long a call that needs a person's approval
 	// waits for one before it counts as denied.
 	ApprovalTimeout time.Duration
+	// Ask writes a request's message (its text, and the arguments as a
+	// file when they do not fit in it) for a surface: cmd/callon wires
+	// bot/render's. Without it, the message names the role and the tool.
+	Ask func(a master.Approval) (text string, file master.File)
 	// Wake delivers hints that work may be waiting: a session id, or
 	// anything else (such as "*") for "any session". The pool then claims,
 	// and checks soon that its running tasks are still its own (one read
@@ -166,7 +170,7 @@ func (noMetrics) ToolCalled(string, string, string)                 {}
 func (noMetrics) TaskEnded(string, master.TaskState, time.Duration) {}
 
 func (c Config) withDefaults() Config {
-	c.ID = cmp.Or(c.ID, master.NewOwner())
+	c.ID = cmp.Or(c.ID, proc.NewOwner())
 	c.Slots = cmp.Or(max(c.Slots, 0), DefaultSlots)
 	c.Lease = cmp.Or(max(c.Lease, 0), DefaultLease)
 	if c.Heartbeat <= 0 || c.Heartbeat >= c.Lease {
@@ -300,9 +304,9 @@ func (p *Pool) Run(ctx context.Context) error {
 
 		// Any wake ends a backoff early: after an outage, the listener's
 		// reconnection wake is the first sign that Postgres is back.
-		delay := master.Jitter(p.cfg.Poll)
+		delay := proc.Jitter(p.cfg.Poll)
 		if failures > 0 {
-			delay = master.Backoff(failures, p.cfg.Poll, maxBackoff)
+			delay = proc.Backoff(failures, p.cfg.Poll, maxBackoff)
 		}
 		timer := time.NewTimer(delay)
 		claim = true

@@ -13,8 +13,11 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/callonbot/callon/bot"
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/config"
 	"github.com/callonbot/callon/internal/demo"
+	"github.com/callonbot/callon/internal/proc"
 	"github.com/callonbot/callon/llm"
 	"github.com/callonbot/callon/llm/llmfake"
 	"github.com/callonbot/callon/master"
@@ -148,7 +151,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	if f.demo {
 		roster = func(context.Context, string, string) ([]master.Role, error) { return demo.Roles(), nil }
 	}
-	owner := master.NewOwner()
+	owner := proc.NewOwner()
 	listener := st.NewListener()
 	live := st.NewLiveness(owner)
 	wake := func() <-chan string {
@@ -162,7 +165,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	svc := master.NewService(master.ServiceConfig{MaxQueued: cfg.Caps.MaxQueuedTurns}, st, roster)
 	pool := workers.New(workers.Config{ID: owner, Scope: scope, Slots: max(lim.WorkerSlots, 1), Lease: lim.TaskLease, Heartbeat: lim.Heartbeat(),
 		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake(),
-		MaxOutput: lim.MaxOutput, Tools: tools, ApprovalTimeout: cfg.Tools.ApprovalTimeout}, st, model, log)
+		MaxOutput: lim.MaxOutput, Tools: tools, ApprovalTimeout: cfg.Tools.ApprovalTimeout, Ask: render.Ask}, st, model, log)
 	cmds := master.NewCommands(master.CommandsConfig{Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roster, Budget: budget,
 		Owner: owner, MaxOutput: lim.MaxOutput}, st, model, log)
@@ -172,8 +175,8 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls, Instructions: cfg.MasterPrompt,
 	}, st, model, log)
 	sender := master.NewOutbox(master.OutboxConfig{Owner: owner, Scope: scope, RetryFor: lim.OutboxRetryFor, Wake: wake(), Poll: 200 * time.Millisecond}, st, out, log)
-	pres := master.NewPresenter(master.PresenterConfig{Tick: 500 * time.Millisecond, Scope: scope}, st, out, log)
-	settler := master.NewSettler(master.SettlerConfig{Poll: 500 * time.Millisecond, Scope: scope}, st, out, log)
+	pres := bot.NewPresenter(bot.PresenterConfig{Tick: 500 * time.Millisecond, Scope: scope}, st, out, log)
+	settler := bot.NewSettler(bot.SettlerConfig{Poll: 500 * time.Millisecond, Scope: scope}, st, out, log)
 	approvals := master.NewApprovals(st, log)
 
 	loops, lctx := errgroup.WithContext(ctx)
@@ -318,7 +321,7 @@ func (t *chatTeam) Say(ctx context.Context, text string) error {
 	return err
 }
 
-func (t *chatTeam) Show(ctx context.Context) (master.Embed, error) {
+func (t *chatTeam) Show(ctx context.Context) (master.TeamView, error) {
 	return t.cmds.Team(ctx, t.sess.ThreadID)
 }
 

@@ -14,7 +14,9 @@ import (
 
 	"github.com/callonbot/callon/api"
 	"github.com/callonbot/callon/bot"
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/config"
+	"github.com/callonbot/callon/internal/proc"
 	"github.com/callonbot/callon/llm"
 	"github.com/callonbot/callon/master"
 	"github.com/callonbot/callon/metrics"
@@ -75,7 +77,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	var apiHandler http.Handler       // the inbound API, when this process runs the bot
 	var guildName func(string) string // the bot's names of guilds, for the dashboard
 	st.SetMaxAttempts(cfg.Limits.MaxAttempts)
-	owner := master.NewOwner()
+	owner := proc.NewOwner()
 	log = log.With("owner", owner)
 	lim := cfg.Limits
 	budget := master.Budget{SessionTokens: lim.SessionTokens, GuildDailyTokens: cfg.Caps.GuildDailyTokens}
@@ -130,6 +132,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Tools:       toolbox{m: toolMgr, log: log},
 
 			ApprovalTimeout: cfg.Tools.ApprovalTimeout,
+			Ask:             render.Ask,
 		}, st, workerModel, log)
 		g.Go(func() error { return pool.Run(ctx) })
 		cancelSession = func(id int64) { pool.CancelSession(id) }
@@ -171,8 +174,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		}, st, masterModel, log)
 		out := b.Messenger()
 		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Metrics: reg}, st, out, log)
-		pres := master.NewPresenter(master.PresenterConfig{Prices: prices}, st, out, log)
-		settler := master.NewSettler(master.SettlerConfig{}, st, out, log)
+		pres := bot.NewPresenter(bot.PresenterConfig{Prices: prices}, st, out, log)
+		settler := bot.NewSettler(bot.SettlerConfig{}, st, out, log)
 		g.Go(func() error { return b.Run(ctx) })
 		g.Go(func() error { return orch.Run(ctx) })
 		g.Go(func() error { return disp.Run(ctx) })

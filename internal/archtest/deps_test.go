@@ -52,8 +52,14 @@ func TestDependencyRules(t *testing.T) {
 		name    string
 		applies func(importer, imported string) bool // true: a violation
 	}{
-		{"master imports no other package of callon", func(from, to string) bool {
-			return from == module+"/master" && under(to, module)
+		{"master imports of callon only internal/proc, the loops' leaf helpers", func(from, to string) bool {
+			return from == module+"/master" && under(to, module) && to != module+"/internal/proc"
+		}},
+		{"internal/proc imports nothing of callon: the core uses it", func(from, to string) bool {
+			return from == module+"/internal/proc" && under(to, module)
+		}},
+		{"bot/render imports of callon only master, and no Discord SDK: it writes text, the terminal's too", func(from, to string) bool {
+			return from == module+"/bot/render" && ((under(to, module) && to != module+"/master") || under(to, "github.com/bwmarrin/discordgo"))
 		}},
 		{"discordgo is imported only in bot", func(from, to string) bool {
 			return under(to, "github.com/bwmarrin/discordgo") && !under(from, module+"/bot")
@@ -73,8 +79,9 @@ func TestDependencyRules(t *testing.T) {
 		{"dashboard imports of callon only master: it reads through its own port", func(from, to string) bool {
 			return under(from, module+"/dashboard") && under(to, module) && to != module+"/master"
 		}},
-		{"store imports of callon only the ports it implements (master, dashboard)", func(from, to string) bool {
-			return from == module+"/store" && under(to, module) && to != module+"/master" && to != module+"/dashboard"
+		{"store imports of callon only the ports it implements (master, dashboard) and internal/proc", func(from, to string) bool {
+			return from == module+"/store" && under(to, module) && to != module+"/master" && to != module+"/dashboard" &&
+				to != module+"/internal/proc"
 		}},
 		{"golang.org/x/oauth2 is imported only in dashboard", func(from, to string) bool {
 			return under(to, "golang.org/x/oauth2") && !under(from, module+"/dashboard")
@@ -98,6 +105,9 @@ func TestDependencyRules(t *testing.T) {
 			}
 			if from == module+"/store" && to == module+"/dashboard" {
 				return false // the store implements the dashboard's port, as it does master's
+			}
+			if under(from, module+"/terminal") && to == module+"/bot/render" {
+				return false // the terminal shows the text bot/render writes, its markup in terminal words
 			}
 			for _, a := range adapters {
 				for _, b := range adapters {

@@ -1,14 +1,15 @@
-package master
+package bot
 
 import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/callonbot/callon/bot/render"
+	"github.com/callonbot/callon/master"
 )
 
 // PresenterConfig tunes the status messages.
@@ -17,8 +18,8 @@ type PresenterConfig struct {
 	MinEdit     time.Duration // at most one edit per status message this often
 	TypingEvery time.Duration // the typing indicator lasts about 10 s
 	Now         func() time.Time
-	Prices      Prices // for the cost a settled status message shows
-	Scope       Scope  // the sessions whose status this presenter shows
+	Prices      master.Prices // for the cost a settled status message shows
+	Scope       master.Scope  // the sessions whose status this presenter shows
 }
 
 // settleAnyway is how long a status message waits for a reply that may
@@ -30,7 +31,7 @@ type StatusStore interface {
 	// ActiveTurns lists running turns of scope's sessions with their
 	// tasks, and ended turns
 	// whose status message is not settled yet, for status messages.
-	ActiveTurns(ctx context.Context, scope Scope) ([]TurnStatus, error)
+	ActiveTurns(ctx context.Context, scope master.Scope) ([]master.TurnStatus, error)
 	// SetStatusMessage records the turn's status message.
 	SetStatusMessage(ctx context.Context, turnID int64, messageID string) error
 	// SettleStatus records that the turn's status message shows its end.
@@ -44,7 +45,7 @@ type StatusStore interface {
 type Presenter struct {
 	cfg   PresenterConfig
 	store StatusStore
-	out   Messenger
+	out   master.Messenger
 	log   *slog.Logger
 
 	shown map[int64]shown // by turn id; only the Run goroutine touches it
@@ -57,7 +58,7 @@ type shown struct {
 }
 
 // NewPresenter returns a presenter; Run starts it.
-func NewPresenter(cfg PresenterConfig, store StatusStore, out Messenger, logger *slog.Logger) *Presenter {
+func NewPresenter(cfg PresenterConfig, store StatusStore, out master.Messenger, logger *slog.Logger) *Presenter {
 	cfg.Tick = cmp.Or(cfg.Tick, time.Second)
 	cfg.MinEdit = cmp.Or(cfg.MinEdit, 2*time.Second)
 	cfg.TypingEvery = cmp.Or(cfg.TypingEvery, 8*time.Second)
@@ -103,7 +104,7 @@ func (p *Presenter) tick(ctx context.Context) {
 	}
 }
 
-func (p *Presenter) show(ctx context.Context, ts TurnStatus) {
+func (p *Presenter) show(ctx context.Context, ts master.TurnStatus) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	now := p.cfg.Now()
@@ -112,16 +113,16 @@ func (p *Presenter) show(ctx context.Context, ts TurnStatus) {
 	defer func() { p.shown[id] = st }()
 	log := p.log.With("session_id", ts.Turn.SessionID, "turn_id", id)
 
-	if ts.Turn.State != TurnRunning {
+	if ts.Turn.State != master.TurnRunning {
 		// Settled once the reply (or question) is out, or, if it never
 		// goes out, once the turn has been over for a while.
-		answered := ts.Turn.State == TurnCancelled || !ts.RepliedAt.IsZero() || now.Sub(ts.Turn.UpdatedAt) > settleAnyway
+		answered := ts.Turn.State == master.TurnCancelled || !ts.RepliedAt.IsZero() || now.Sub(ts.Turn.UpdatedAt) > settleAnyway
 		if ts.Turn.StatusMessageID == "" || !answered {
 			return
 		}
 		// A message that cannot be edited any more (its thread archived
 		// or deleted) counts as settled too.
-		if err := p.out.Edit(ctx, ts.ThreadID, ts.Turn.StatusMessageID, SettledStatus(ts, p.cfg.Prices)); err != nil && !errors.Is(err, ErrPermanent) {
+		if err := p.out.Edit(ctx, ts.ThreadID, ts.Turn.StatusMessageID, render.Settled(ts, p.cfg.Prices)); err != nil && !errors.Is(err, master.ErrPermanent) {
 			log.Warn("settle status message", "err", err)
 			return
 		}
@@ -139,12 +140,12 @@ func (p *Presenter) show(ctx context.Context, ts TurnStatus) {
 	if len(ts.Tasks) == 0 {
 		return // a direct answer needs no status message
 	}
-	text := RenderStatus(ts, now)
+	text := render.Status(ts, now)
 	if text == st.text || now.Sub(st.edited) < p.cfg.MinEdit {
 		return
 	}
 	if ts.Turn.StatusMessageID == "" {
-		msgID, err := p.out.Send(ctx, OutMessage{TurnID: id, SessionID: ts.Turn.SessionID, Kind: OutNotice,
+		msgID, err := p.out.Send(ctx, master.OutMessage{TurnID: id, SessionID: ts.Turn.SessionID, Kind: master.OutNotice,
 			ChannelID: ts.ThreadID, Content: text, Nonce: "st" + strconv.FormatInt(id, 10)})
 		if err != nil {
 			log.Warn("post status message", "err", err)
@@ -159,104 +160,4 @@ func (p *Presenter) show(ctx context.Context, ts TurnStatus) {
 		return
 	}
 	st.text, st.edited = text, now
-}
-
-// RenderStatus is the status message of a running turn.
-func RenderStatus(ts TurnStatus, now time.Time) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s **Team at work** · round %d · %s\n", statusWorking, ts.Turn.Round, Elapsed(now.Sub(ts.StartedAt)))
-	for _, t := range currentRound(ts) {
-		fmt.Fprintf(&b, "• **%s** — %s", t.Role, stateLabel(t.State))
-		if p, ok := ts.Progress[t.ID]; ok && t.State == TaskRunning {
-			fmt.Fprintf(&b, " · %d%%", p.Percent)
-			if p.Note != "" {
-				fmt.Fprintf(&b, " %s", oneLine(p.Note, 80))
-			}
-		}
-		b.WriteString(activity(ts.Calls, t))
-		switch {
-		case !t.EndedAt.IsZero() && !t.StartedAt.IsZero():
-			fmt.Fprintf(&b, " · %s", Elapsed(t.EndedAt.Sub(t.StartedAt)))
-		case t.State == TaskRunning && !t.StartedAt.IsZero():
-			fmt.Fprintf(&b, " · %s", Elapsed(now.Sub(t.StartedAt)))
-		}
-		b.WriteString("\n")
-	}
-	return Truncate(strings.TrimSpace(b.String()), MaxMessageLen)
-}
-
-// statusWorking starts the status message of a turn at work, and only it.
-const statusWorking = "⏳"
-
-// StatusSettled reports whether a status message's text is settled (its
-// turn has ended: SettledStatus), for a surface that shows the status in
-// place until then.
-func StatusSettled(text string) bool { return !strings.HasPrefix(text, statusWorking) }
-
-// SettledStatus is the status message once its turn has ended, with the
-// tokens its team has used so far and, when prices give it, their cost.
-func SettledStatus(ts TurnStatus, prices Prices) string {
-	roles := make([]string, 0, len(ts.Tasks))
-	seen := map[string]bool{}
-	for _, t := range ts.Tasks {
-		if !seen[t.Role] {
-			seen[t.Role] = true
-			roles = append(roles, t.Role)
-		}
-	}
-	team := fmt.Sprintf("%d %s by %s", len(ts.Tasks), plural(len(ts.Tasks), "task", "tasks"), strings.Join(roles, ", "))
-	if used := SumUsage(ts.Spent).Total(); used > 0 {
-		team += " · team total " + Tokens(used) + " tokens"
-		if c := prices.Cost(ts.Spent).String(); c != "" {
-			team += " " + c
-		}
-	}
-	switch ts.Turn.State {
-	case TurnDone:
-		end := cmp.Or(ts.RepliedAt, ts.Turn.UpdatedAt)
-		return Truncate(fmt.Sprintf("✅ Done in %s · %s", Elapsed(end.Sub(ts.StartedAt)), team), MaxMessageLen)
-	case TurnWaiting:
-		return Truncate("❓ Waiting for your answer · "+team, MaxMessageLen)
-	default:
-		return Truncate("⏹️ Stopped · "+team, MaxMessageLen)
-	}
-}
-
-// activity is the tool call a running task is making, or a paused one
-// waits to make: " · fetch_url `{…}`", or "".
-func activity(calls map[int64]ToolActivity, t Task) string {
-	c, ok := calls[t.ID]
-	if !ok || (t.State != TaskRunning && t.State != TaskApproval) {
-		return ""
-	}
-	return " · " + ToolName(c.Tool) + argsText(c.Args)
-}
-
-func currentRound(ts TurnStatus) []Task {
-	var out []Task
-	for _, t := range ts.Tasks {
-		if t.Round == ts.Turn.Round {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-func stateLabel(s TaskState) string {
-	switch s {
-	case TaskQueued:
-		return "queued"
-	case TaskRunning:
-		return "working"
-	case TaskDone:
-		return "done ✓"
-	case TaskNeedInfo:
-		return "needs info"
-	case TaskApproval:
-		return "waits for approval"
-	case TaskTimeout:
-		return "timed out"
-	default:
-		return string(s)
-	}
 }

@@ -1,4 +1,4 @@
-package master
+package proc
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package master
+package bot
 
 import (
 	"context"
@@ -7,19 +7,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/callonbot/callon/master"
 )
 
 // statusFake is a StatusStore and a Messenger that log what the
 // presenter did.
 type statusFake struct {
-	turns []TurnStatus
+	turns []master.TurnStatus
 	log   []string
 }
 
 func (f *statusFake) note(format string, args ...any) {
 	f.log = append(f.log, fmt.Sprintf(format, args...))
 }
-func (f *statusFake) ActiveTurns(context.Context, Scope) ([]TurnStatus, error) {
+func (f *statusFake) ActiveTurns(context.Context, master.Scope) ([]master.TurnStatus, error) {
 	return f.turns, nil
 }
 func (f *statusFake) SetStatusMessage(_ context.Context, turnID int64, messageID string) error {
@@ -32,11 +34,11 @@ func (f *statusFake) SettleStatus(_ context.Context, turnID int64) error {
 	f.turns = nil
 	return nil
 }
-func (f *statusFake) Send(_ context.Context, m OutMessage) (string, error) {
+func (f *statusFake) Send(_ context.Context, m master.OutMessage) (string, error) {
 	f.note("post %s: %s", m.Nonce, firstLine(m.Content))
 	return "s1", nil
 }
-func (f *statusFake) Find(context.Context, OutMessage) (string, error) { return "", nil }
+func (f *statusFake) Find(context.Context, master.OutMessage) (string, error) { return "", nil }
 func (f *statusFake) Edit(_ context.Context, _, messageID, content string) error {
 	f.note("edit %s: %s", messageID, firstLine(content))
 	return nil
@@ -62,20 +64,20 @@ func TestPresenterShow(t *testing.T) {
 	f := &statusFake{}
 	p := NewPresenter(PresenterConfig{MinEdit: 2 * time.Second, TypingEvery: 8 * time.Second, Now: func() time.Time { return now }},
 		f, f, slog.New(slog.DiscardHandler))
-	ts := TurnStatus{Turn: Turn{ID: 9, SessionID: 1, State: TurnRunning, Round: 1}, ThreadID: "th", StartedAt: start,
-		Tasks: []Task{{ID: 1, Round: 1, Role: "planner", State: TaskRunning, StartedAt: start}}}
-	f.turns = []TurnStatus{ts}
+	ts := master.TurnStatus{Turn: master.Turn{ID: 9, SessionID: 1, State: master.TurnRunning, Round: 1}, ThreadID: "th", StartedAt: start,
+		Tasks: []master.Task{{ID: 1, Round: 1, Role: "planner", State: master.TaskRunning, StartedAt: start}}}
+	f.turns = []master.TurnStatus{ts}
 	step := func(d time.Duration) {
 		now = now.Add(d)
 		p.tick(t.Context())
 	}
 	step(0)
-	step(time.Second)                    // nothing changed that shows
-	f.turns[0].Tasks[0].State = TaskDone // changed, but too soon to edit
+	step(time.Second)                           // nothing changed that shows
+	f.turns[0].Tasks[0].State = master.TaskDone // changed, but too soon to edit
 	f.turns[0].Tasks[0].EndedAt = start.Add(time.Second)
 	step(500 * time.Millisecond)
 	step(2 * time.Second) // now it may
-	f.turns[0].Turn.State = TurnDone
+	f.turns[0].Turn.State = master.TurnDone
 	f.turns[0].Turn.UpdatedAt = now
 	step(time.Second) // ended, reply not out yet: not settled
 	f.turns[0].RepliedAt = now
@@ -96,7 +98,7 @@ func TestPresenterShow(t *testing.T) {
 // A turn answered directly shows only the typing indicator.
 func TestPresenterDirectAnswerHasNoStatusMessage(t *testing.T) {
 	t.Parallel()
-	f := &statusFake{turns: []TurnStatus{{Turn: Turn{ID: 3, State: TurnRunning}, ThreadID: "th", StartedAt: time.Now()}}}
+	f := &statusFake{turns: []master.TurnStatus{{Turn: master.Turn{ID: 3, State: master.TurnRunning}, ThreadID: "th", StartedAt: time.Now()}}}
 	p := NewPresenter(PresenterConfig{}, f, f, slog.New(slog.DiscardHandler))
 	p.tick(t.Context())
 	if strings.Join(f.log, ",") != "typing" {
