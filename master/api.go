@@ -86,7 +86,7 @@ const (
 	MaxAPIKeyLen      = 200
 	MaxCallbackURLLen = 2000
 	// MaxAPIMessageLen bounds a message added through the API: what a
-	// Discord message may hold, less the line naming its sender.
+	// message may hold (MaxMessageLen), less the line naming its sender.
 	MaxAPIMessageLen = 1800
 )
 
@@ -108,7 +108,7 @@ func (d DispatchRequest) check() error {
 	case strings.TrimSpace(d.Key) == "" || utf8.RuneCountInString(d.Key) > MaxAPIKeyLen:
 		return Errorf(EInvalid, "idempotency_key is required: a string of 1 to %d characters, the same when you retry a request.", MaxAPIKeyLen)
 	case !snowflake(d.GuildID):
-		return Errorf(EInvalid, "guild_id is required: the id of the Discord server.")
+		return Errorf(EInvalid, "guild_id is required: the id of the server.")
 	case strings.TrimSpace(d.Channel) == "":
 		return Errorf(EInvalid, "channel is required: a text channel's id, <#id> or #name, where the team's thread is opened.")
 	case !snowflake(d.UserID):
@@ -117,7 +117,7 @@ func (d DispatchRequest) check() error {
 	return CheckCallbackURL(d.CallbackURL)
 }
 
-// snowflake reports whether s looks like a Discord id.
+// snowflake reports whether s looks like an id (ParseSnowflake).
 func snowflake(s string) bool {
 	_, ok := ParseSnowflake(s)
 	return ok
@@ -189,7 +189,7 @@ func (a *API) launcher() Launcher {
 }
 
 // APIMessagePrefix starts the message id of a turn added through the
-// API ("api:<session>:<key>"): there is no Discord message to reply to.
+// API ("api:<session>:<key>"): there is no message in the thread to reply to.
 const APIMessagePrefix = "api:"
 
 // APIMessage is a message added to a team through the API.
@@ -266,7 +266,7 @@ func (a *API) View(ctx context.Context, sessionID int64) (SessionView, error) {
 	return v, err
 }
 
-// view reads a Discord team: the API knows no other (a terminal team is
+// view reads a team of the default surface: the API knows no other (a terminal team is
 // its chat's alone), ErrNotFound.
 func (a *API) view(ctx context.Context, sessionID int64) (SessionView, error) {
 	v, err := a.store.SessionView(ctx, sessionID)

@@ -79,12 +79,12 @@ type Approval struct {
 	Role      string
 	Tool      string // as the model called it
 	Args      string // as the model wrote them, in full
-	// Approvers are the Discord role ids whose members alone decide (the
+	// Approvers are the role ids whose members alone decide (the
 	// operator's approvers of the tool's server); none: the team's owner
 	// and members who can manage threads.
 	Approvers []string
 	State     ApprovalState
-	DecidedBy string // Discord user id; "" unless approved or denied
+	DecidedBy string // a user id; "" unless approved or denied
 	DecidedAt time.Time
 	ExpiresAt time.Time
 	ChannelID string // the session's thread
@@ -194,7 +194,7 @@ const NotApprover = "Calls of this tool are decided by the members the operator 
 
 // MayDecide reports whether actor may decide on request ap of team s: with
 // approvers named on it (the operator's, as its message says), a member
-// holding one of those Discord roles who is not the team's owner (nobody
+// holding one of those roles who is not the team's owner (nobody
 // approves their own team's calls); otherwise the team's owner or a
 // member who can manage threads. Bots never decide.
 func MayDecide(s Session, ap Approval, actor Actor) bool {

@@ -11,12 +11,6 @@ import (
 	"time"
 )
 
-// Discord permission bits the commands check, server-side.
-const (
-	PermAdministrator int64 = 1 << 3
-	PermManageThreads int64 = 1 << 34
-)
-
 // CommandStore is what /team, /replan and /dissolve need from Postgres.
 type CommandStore interface {
 	ActiveSession(ctx context.Context, threadID string) (Session, error)
@@ -99,7 +93,7 @@ type Actor struct {
 	UserID      string
 	Permissions int64
 	Bot         bool     // a bot: it may run no admin action
-	Roles       []string // the member's Discord role ids, where a decision needs them
+	Roles       []string // the member's role ids, where a decision needs them
 }
 
 // MayManage reports whether a may reorganize or end s: its owner, or a

@@ -20,7 +20,7 @@ const (
 	SessionDissolved SessionState = "dissolved"
 )
 
-// Session is one team bound to one Discord thread.
+// Session is one team bound to one thread (or a terminal's chat).
 type Session struct {
 	ID        int64
 	GuildID   string
@@ -92,7 +92,7 @@ const (
 type Turn struct {
 	ID        int64
 	SessionID int64
-	MessageID string // the triggering Discord message; unique
+	MessageID string // the id of the message that made the turn; unique
 	GuildID   string
 	ChannelID string // where the message was posted: the session's thread
 	AuthorID  string
@@ -102,9 +102,9 @@ type Turn struct {
 	Content   string
 	State     TurnState
 	Round     int // the current round of delegation; 0 before the first
-	// StatusMessageID is the Discord message showing the team's progress.
+	// StatusMessageID is the message showing the team's progress.
 	StatusMessageID string
-	// ReplyMessageID is the Discord id of the reply's first part, once sent.
+	// ReplyMessageID is the id of the reply's first part, once sent.
 	ReplyMessageID string
 	// ReportID is set on a turn started by another team's report.
 	ReportID int64
@@ -258,7 +258,7 @@ type Signal struct {
 }
 
 // TaskInput is everything a worker may see for one task: never the
-// Discord thread, never the other roles' prompts.
+// team's thread, never the other roles' prompts.
 type TaskInput struct {
 	Goal    string // the session's goal
 	GuildID string // the session's guild: its tools are what it was granted

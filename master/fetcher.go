@@ -13,7 +13,7 @@ import (
 	"github.com/callonbot/callon/internal/proc"
 )
 
-// Downloader fetches a file from Discord's CDN. It refuses any address
+// Downloader fetches a file from the CDN (DefaultCDNURL). It refuses any address
 // (or redirect) outside the CDN with ErrNotOnCDN, a file larger than max
 // with ErrTooLarge, and a file the CDN no longer serves with ErrGone;
 // any other error may pass on a later try.
@@ -139,9 +139,9 @@ func (f *Fetcher) result(a Attachment, data []byte, ct string, err error) Attach
 	case errors.Is(err, ErrTooLarge):
 		return AttachmentResult{State: AttachmentSkipped, Note: "larger than the " + FormatSize(f.cfg.MaxFile) + " limit per file"}
 	case errors.Is(err, ErrNotOnCDN):
-		return AttachmentResult{State: AttachmentSkipped, Note: "its address is not on Discord's CDN, so it was not fetched"}
+		return AttachmentResult{State: AttachmentSkipped, Note: noteNotOnCDN}
 	case errors.Is(err, ErrGone):
-		return AttachmentResult{State: AttachmentFailed, Note: "Discord no longer serves it"}
+		return AttachmentResult{State: AttachmentFailed, Note: noteGone}
 	case err != nil && a.Attempts >= f.cfg.MaxAttempts:
 		return AttachmentResult{State: AttachmentFailed, Note: "the download failed"}
 	case err != nil:

@@ -10,11 +10,6 @@ import (
 	"time"
 )
 
-// PermManageGuild is the Discord permission that lets a member change a
-// guild's budgets and allow lists, and its guild-wide roles;
-// Administrator (PermAdministrator) also does.
-const PermManageGuild int64 = 1 << 5
-
 // MayManageGuild reports whether a member with these guild-level
 // permissions (computed from the member's roles, never from a channel's
 // overwrites) may change guild-wide settings.
@@ -256,7 +251,7 @@ func budgetNow(tokens *int64, def int64) string {
 	}
 }
 
-// mention renders an allow list entry for Discord (it pings nobody: the
+// mention renders an allow list entry as a mention (it pings nobody: the
 // bot's messages allow no mentions).
 func mention(kind AccessKind, id string) string {
 	switch kind {

@@ -48,13 +48,13 @@ type OrchestratorConfig struct {
 	Dispatch      bool     // offer the dispatch tool
 	DispatchDepth int      // a session this many dispatches deep cannot dispatch
 	ReportCap     int      // reports between two sessions per hour
-	Channels      Channels // Discord, for dispatch
+	Channels      Channels // the platform's channels, for dispatch
 	Service       *Service // starts dispatched sessions, within its caps and allow lists
 	// Archive archives the thread of a dispatched team the caps refused
 	// at the last moment; nil leaves it.
 	Archive func(ctx context.Context, threadID string) error
 
-	// Guilds tells what the author of a turn may do in Discord: dispatch
+	// Guilds tells what the author of a turn may do on the platform: dispatch
 	// needs them to see and post in the target channel, and replan to be
 	// allowed /replan for anything beyond the catalog. Without it, both
 	// are refused.

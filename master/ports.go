@@ -48,25 +48,6 @@ const (
 	OutApproval OutKind = "approval"
 )
 
-// ButtonStyle is how a button looks: Discord's styles 1 to 4.
-type ButtonStyle int
-
-// Button styles.
-const (
-	ButtonPrimary   ButtonStyle = 1
-	ButtonSecondary ButtonStyle = 2
-	ButtonSuccess   ButtonStyle = 3
-	ButtonDanger    ButtonStyle = 4
-)
-
-// Button is a button on a message the team posts. A click reaches the
-// bot with CustomID, which routes it.
-type Button struct {
-	Label    string      `json:"label"`
-	Style    ButtonStyle `json:"style"`
-	CustomID string      `json:"custom_id"`
-}
-
 // OutMessage is a message the team will post, durable before it is sent.
 type OutMessage struct {
 	ID        int64
@@ -94,7 +75,7 @@ type OutMessage struct {
 	// CreatedAt is when the message was queued.
 	CreatedAt time.Time
 	// MaybeSentAt is the first time a send of this message may have
-	// reached Discord without being recorded; zero when none may have.
+	// been posted without being recorded; zero when none may have.
 	MaybeSentAt time.Time
 }
 
@@ -127,7 +108,8 @@ type Progress struct {
 	Note    string
 }
 
-// Messenger posts into Discord. Only the master's runtime holds one.
+// Messenger posts into a team's thread (bot's) or its terminal. Only the
+// master's runtime holds one.
 type Messenger interface {
 	// Send posts m with its nonce, pinging nobody but the replied-to user.
 	Send(ctx context.Context, m OutMessage) (messageID string, err error)

@@ -34,10 +34,10 @@ type SessionStore interface {
 	BotTurns(ctx context.Context, guildID, botID string) (int, error)
 	// ActiveSession returns the active session of a thread, or ErrNotFound.
 	ActiveSession(ctx context.Context, threadID string) (Session, error)
-	// CatchUpPoints lists every awake active Discord session with where
+	// CatchUpPoints lists every awake active session of a thread with where
 	// its thread's catch-up starts.
 	CatchUpPoints(ctx context.Context) ([]CatchUpPoint, error)
-	// DormantPoints lists the dormant Discord sessions, each with the
+	// DormantPoints lists the dormant sessions of threads, each with the
 	// latest message of its thread callon knows of as Last.
 	DormantPoints(ctx context.Context) ([]CatchUpPoint, error)
 	// WakeSession wakes a dormant session if caps let its owner and guild
@@ -80,7 +80,7 @@ type ServiceConfig struct {
 	BotPerHour int
 }
 
-// Service is the entry point the bot calls with what people do in Discord.
+// Service is the entry point the bot calls with what people do in threads.
 type Service struct {
 	cfg    ServiceConfig
 	store  SessionStore
@@ -223,7 +223,7 @@ type NewSession struct {
 	// where its reports go, besides ReportTo.
 	APIKey      string
 	CallbackURL string
-	// Surface is where people talk to the team ("" is Discord);
+	// Surface is where people talk to the team ("": the default surface);
 	// AttachedTo, for a terminal team, the owner of the chat process
 	// that serves it.
 	Surface    Surface
@@ -293,7 +293,7 @@ func Kickoff(goal, ownerID string, roster []Role, reportTo string, dispatched, c
 	return Truncate(b.String(), MaxMessageLen)
 }
 
-// Incoming is a message posted in Discord.
+// Incoming is a message posted in a channel or thread.
 type Incoming struct {
 	ID        string
 	GuildID   string
@@ -413,7 +413,7 @@ const catchUpWindow = 10 * time.Minute
 const catchUpRead = 1000
 
 // catchUpSkew is how much later than the gateway's READY a message's own
-// timestamp (Discord's clock) may be and still have been posted before
+// timestamp (the platform's clock) may be and still have been posted before
 // it (this host's clock): such messages are recorded as if they had just
 // arrived, like the gateway's own, since either path may see them first.
 // Later ones are the gateway's alone.
@@ -434,7 +434,7 @@ type CatchUpPoint struct {
 	Refusal string
 }
 
-// ThreadReader reads Discord threads' history, and who wrote it.
+// ThreadReader reads threads' history, and who wrote it.
 type ThreadReader interface {
 	// MessagesAfter returns up to limit messages of a channel posted after
 	// the message id after, oldest first.
@@ -453,7 +453,7 @@ type ThreadReader interface {
 // nothing was listening (a restart, a gateway session that could not be
 // resumed): each thread is read from shortly before its last recorded
 // message on, and the messages found are routed as if they had just
-// arrived, in Discord's order (recording is idempotent, so a message
+// arrived, in the thread's order (recording is idempotent, so a message
 // seen before changes nothing). At most CatchUpMax turns are started per
 // thread. ready is when the gateway session began: what was posted after
 // it arrives live, so it is not counted as missed (see catchUpSkew).

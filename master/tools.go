@@ -166,7 +166,7 @@ var replyTool = masterTool{
 			Name:        ToolReply,
 			Description: "Answer the user in the thread. This ends your turn. Merge every worker result you use into one coherent answer.",
 			Parameters: schema(object([]string{"text"}, map[string]any{
-				"text": map[string]any{"type": "string", "description": "The message to post, in Discord Markdown."},
+				"text": map[string]any{"type": "string", "description": "The message to post, in " + markdownKind + "."},
 			})),
 		}
 	},

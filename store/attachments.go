@@ -18,7 +18,7 @@ const attachmentColumns = `a.id, a.session_id, a.turn_id, a.position, a.discord_
 
 func scanAttachment(row pgx.Row, extra ...any) (master.Attachment, error) {
 	var a master.Attachment
-	err := row.Scan(append([]any{&a.ID, &a.SessionID, &a.TurnID, &a.Position, &a.DiscordID, &a.Name, &a.ContentType,
+	err := row.Scan(append([]any{&a.ID, &a.SessionID, &a.TurnID, &a.Position, &a.FileID, &a.Name, &a.ContentType,
 		&a.Size, &a.URL, &a.Kind, &a.State, &a.Note, &a.Attempts}, extra...)...)
 	return a, err
 }
@@ -48,7 +48,7 @@ func insertAttachments(ctx context.Context, tx pgx.Tx, turn master.Turn, atts []
 		if state != master.AttachmentSkipped {
 			state = master.AttachmentPending // only the fetcher stores or fails a file
 		}
-		pos[i], discord[i], names[i], types[i], sizes[i] = int32(a.Position), a.DiscordID, cleanText(a.Name), cleanText(a.ContentType), max(a.Size, 0)
+		pos[i], discord[i], names[i], types[i], sizes[i] = int32(a.Position), a.FileID, cleanText(a.Name), cleanText(a.ContentType), max(a.Size, 0)
 		urls[i], kinds[i], states[i], notes[i] = a.URL, string(a.Kind), string(state), cleanText(a.Note)
 	}
 	if _, err := tx.Exec(ctx, `

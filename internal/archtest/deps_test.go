@@ -13,6 +13,8 @@ const module = "github.com/callonbot/callon"
 // pkg is what go list tells of one package.
 type pkg struct {
 	ImportPath string
+	Dir        string
+	GoFiles    []string // its non-test files
 	Imports    []string // what its non-test files import
 }
 
