@@ -85,6 +85,9 @@ type Config struct {
 	Warnings []string
 
 	errs []error // problems found while parsing; reported by Validate
+	// rolesFileErr is every problem of the roles file; Validate reports
+	// it with the problems callers found in it beyond its shape.
+	rolesFileErr *RolesFileError
 }
 
 // Limits bound what a team may consume. Every one has a default.
@@ -150,7 +153,7 @@ func Load(getenv func(string) string) Config {
 	c.Models = p.models("CALLON_MODELS", c.WorkerModel, c.MasterModel)
 	if c.RolesFile != "" {
 		rf, err := loadRolesFile(c.RolesFile, getenv)
-		if err != nil {
+		if err != nil && !errors.As(err, &c.rolesFileErr) {
 			p.fail("CALLON_ROLES_FILE", "%v", err)
 		}
 		c.Roles, c.MCPServers, c.Providers, c.GuildTrustedBots = rf.Rosters, rf.MCPServers, rf.Providers, rf.TrustedBots
@@ -186,9 +189,19 @@ const (
 
 // Validate reports every invalid field at once, each naming its variable
 // and what is wrong, joined in one error. need adds the variables the
-// calling command requires.
-func (c Config) Validate(need Need) error {
+// calling command requires. rolesFile adds problems the caller found in
+// the roles file beyond its shape (a role the operator's policy refuses),
+// reported with the file's own in one CALLON_ROLES_FILE error.
+func (c Config) Validate(need Need, rolesFile ...Problem) error {
 	errs := append([]error(nil), c.errs...)
+	if c.rolesFileErr != nil || len(rolesFile) > 0 {
+		all := &RolesFileError{Path: c.RolesFile}
+		if c.rolesFileErr != nil {
+			all.Problems = append(all.Problems, c.rolesFileErr.Problems...)
+		}
+		all.Problems = append(all.Problems, rolesFile...)
+		errs = append(errs, fieldError("CALLON_ROLES_FILE", all.Error()))
+	}
 	if need&NeedDatabase != 0 && c.DatabaseURL == "" {
 		errs = append(errs, fieldError("DATABASE_URL", "is required: a Postgres database of callon's own, "+
 			"e.g. postgres://callon:PASSWORD@localhost:5432/callon (create it first: createdb callon)"))

@@ -40,6 +40,7 @@ type providerYAML struct {
 	BaseURL   string            `yaml:"base_url"`
 	APIKeyEnv string            `yaml:"api_key_env"`
 	Headers   map[string]string `yaml:"headers"`
+	Line      int               `yaml:"-"`
 }
 
 // provider checks and expands one roles-file provider; a nil getenv

@@ -15,6 +15,7 @@ const (
 	RouteGetGatewayBot Route = "GET /gateway/bot"
 
 	RouteGetCurrentUser        Route = "GET /users/@me"
+	RouteGetCurrentUserGuilds  Route = "GET /users/@me/guilds"
 	RouteGetCurrentApplication Route = "GET /applications/@me"
 	RouteGetOAuth2Application  Route = "GET /oauth2/applications/@me" // discordgo's Application("@me")
 	RouteGetGuild              Route = "GET /guilds/{g}"
@@ -63,6 +64,7 @@ func (s *Server) routes() http.Handler {
 		RouteGetGateway:                s.getGateway,
 		RouteGetGatewayBot:             s.getGateway,
 		RouteGetCurrentUser:            s.getCurrentUser,
+		RouteGetCurrentUserGuilds:      s.getCurrentUserGuilds,
 		RouteGetCurrentApplication:     s.getCurrentApplication,
 		RouteGetOAuth2Application:      s.getCurrentApplication,
 		RouteGetGuild:                  s.getGuild,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/callonbot/callon/config"
@@ -42,3 +43,56 @@ func fileRoles(in []config.Role) []master.Role {
 	}
 	return out
 }
+
+// rolePolicyProblems checks every role of the roles file against the
+// operator's policy (names, lengths, models, the size of each roster), as
+// rolesConfig does at start, and returns every problem at its line, to
+// be reported with the file's own (config.Config.Validate).
+func rolePolicyProblems(cfg config.Config) []config.Problem {
+	policy := master.RolePolicy{
+		DefaultModel: cfg.WorkerModel,
+		Models:       cfg.Models,
+		MaxPrompt:    cfg.Limits.MaxPrompt,
+		MaxRoles:     cfg.Limits.MaxWorkers,
+		Tools:        checkedByConfig{},
+	}
+	var out []config.Problem
+	for _, r := range cfg.Roles {
+		where := scopeName(r)
+		if policy.MaxRoles > 0 && len(r.Roles) > policy.MaxRoles {
+			out = append(out, config.Problem{Line: r.Line, Text: fmt.Sprintf("%s: %d roles; a team may have at most %d (CALLON_MAX_ROLES)",
+				where, len(r.Roles), policy.MaxRoles)})
+		}
+		seen := map[string]int{}
+		for i, role := range fileRoles(r.Roles) {
+			line := r.Roles[i].Line
+			if first, dup := seen[role.Name]; dup {
+				out = append(out, config.Problem{Line: line, Text: fmt.Sprintf("%s: role %q appears twice (first at line %d)", where, role.Name, first)})
+			}
+			seen[role.Name] = line
+			if err := policy.CheckRole(role); err != nil {
+				out = append(out, config.Problem{Line: line, Text: fmt.Sprintf("%s: role %q: %v", where, role.Name, err)})
+			}
+		}
+	}
+	return out
+}
+
+// scopeName names a roster of the roles file as its errors do.
+func scopeName(r config.Roster) string {
+	switch {
+	case r.GuildID == "":
+		return "default roles"
+	case r.ChannelID == "":
+		return "guild " + r.GuildID
+	}
+	return "guild " + r.GuildID + ", channel " + r.ChannelID
+}
+
+// checkedByConfig accepts every tools entry: config checked the roles
+// file's entries against its mcp_servers already, and whether a server
+// lists a tool is known only once it runs (checkToolsAtStart).
+type checkedByConfig struct{}
+
+func (checkedByConfig) Check([]string) error           { return nil }
+func (checkedByConfig) Names(context.Context) []string { return nil }

@@ -8,7 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"time"
+	"slices"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -49,6 +50,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	}
 	defer closeTools(toolMgr, log)
 	roleFile, rolePolicy, err := rolesConfig(cfg, catalog{m: toolMgr, servers: cfg.MCPServers})
+	if err != nil {
+		return err
+	}
+	toolFindings, err := checkToolsAtStart(ctx, toolMgr, cfg)
 	if err != nil {
 		return err
 	}
@@ -100,7 +105,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return listener.Run(ctx) })
 	g.Go(func() error { return live.Run(ctx) })
-	g.Go(func() error { checkModels(ctx, model, cfg, log); return nil })
+	g.Go(func() error {
+		fs := checkModels(ctx, model, cfg)
+		if withBot {
+			fs = append(fs, checkDiscord(ctx, cfg, discordLimits{guilds: 1, channels: 10, guildOnly: true, known: st.TeamChannels})...)
+		}
+		if ctx.Err() == nil {
+			logSummary(log, "start-up checks done (callon doctor checks more)", append(toolFindings, fs...))
+		}
+		return nil
+	})
 	// Every process may purge; one at a time does (an advisory lock).
 	retention := master.NewRetention(master.RetentionConfig{Keep: cfg.Caps.Retention}, st, log)
 	g.Go(func() error { return retention.Run(ctx) })
@@ -198,20 +212,37 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	return err
 }
 
-// checkModels warns when a model's provider does not list the master's
-// or the workers' model. Only a warning: some servers list nothing.
-func checkModels(ctx context.Context, model *llm.Router, cfg config.Config, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for _, m := range []struct{ name, v, model string }{
-		{"master", "CALLON_MASTER_MODEL", cfg.MasterModel}, {"worker", "CALLON_WORKER_MODEL", cfg.WorkerModel},
-	} {
-		has, known, err := model.HasModel(ctx, m.model)
+// checkModels checks that each model provider answers and lists the
+// models callon is configured to use: the master's, the workers', those
+// roles may name and the roles file's. callon doctor, the bot at start and
+// callon chat run it.
+func checkModels(ctx context.Context, model *llm.Router, cfg config.Config) []finding {
+	type listing struct {
+		ids []string
+		err error
+	}
+	lists := map[string]*listing{} // by provider
+	var out []finding
+	for _, u := range modelUses(cfg) {
+		provider, name := model.Provider(u.model)
+		l := lists[provider]
+		if l == nil {
+			ids, err := model.ListModels(ctx, u.model)
+			l = &listing{ids, err}
+			lists[provider] = l
+			out = append(out, serverFinding(cfg, provider, ids, err))
+		}
+		subject := "model " + u.model + " (" + strings.Join(u.from, ", ") + ")"
 		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Warn("could not list the LLM server's models; is its base URL right?", "model", m.model, "err", err)
-		case known && !has:
-			log.Warn("the LLM server does not list the "+m.name+" model: calls to it will fail", "model", m.model, "variable", m.v)
+		case l.err != nil:
+			out = append(out, skip(subject, "not checked: its server does not answer"))
+		case len(l.ids) == 0:
+			out = append(out, warn(subject, "the server lists no models: cannot tell whether it serves this one", ""))
+		case slices.Contains(l.ids, name):
+			out = append(out, ok(subject, "listed by the server"))
+		default:
+			out = append(out, fail(subject, "not among the models the server lists", missingModelFix(cfg, provider, name, u.from[0], l.ids)))
 		}
 	}
+	return out
 }
