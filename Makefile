@@ -22,7 +22,7 @@ build:
 run:
 	$(GO) run ./cmd/callon
 
-## compose-check: validate docker-compose.yml (and the dev file) as `docker compose config` does,
+## compose-check: validate docker-compose.yml and its overrides as `docker compose config` does,
 ## with compose-go; needs no Docker. `make test` runs it too.
 compose-check:
 	$(GO) test -count=1 ./internal/deploytest
