@@ -238,6 +238,25 @@ func (c Config) String() string {
 // redacted.
 func (c Config) LogValue() slog.Value { return slog.GroupValue(c.attrs()...) }
 
+// Summary is what the start-up log line shows of the configuration:
+// where callon's data and models are, and every setting that differs
+// from its default, secrets redacted. LogValue has every setting.
+func (c Config) Summary() slog.Value {
+	defaults := map[string]string{}
+	for _, a := range Load(func(string) string { return "" }).attrs() {
+		defaults[a.Key] = a.Value.String()
+	}
+	essential := map[string]bool{"database_url": true, "openai_base_url": true, "master_model": true,
+		"worker_model": true, "discord_token": true, "openai_api_key": true}
+	var out []slog.Attr
+	for _, a := range c.attrs() {
+		if essential[a.Key] || a.Value.String() != defaults[a.Key] {
+			out = append(out, a)
+		}
+	}
+	return slog.GroupValue(out...)
+}
+
 // attrs is every setting, secrets redacted.
 func (c Config) attrs() []slog.Attr {
 	l, h, w := c.Limits, c.HandBack, c.Webhook

@@ -58,7 +58,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		return err
 	}
 	bi := build()
-	log.Info("starting callon", "version", bi.Version, "revision", bi.Revision, "bot", withBot, "config", cfg)
+	log.Info("starting callon", "version", bi.Version, "revision", bi.Revision, "bot", withBot, "config", cfg.Summary())
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
