@@ -5,9 +5,10 @@ PKGS ?= ./...
 .PHONY: test fmt-check vet build run compose-check
 
 ## test: gofmt check, go vet, and every test with the race detector against a real Postgres.
+## (30 minutes per package: internal/releasetest builds GoReleaser the first time on a machine.)
 test: fmt-check vet
 	@url="$$(./scripts/test-db.sh)" && \
-	DATABASE_URL="$$url" $(GO) test -race -count=1 $(PKGS)
+	DATABASE_URL="$$url" $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \

@@ -123,3 +123,31 @@ func nodeImage(t *testing.T) (binary, entrypoint string) {
 	}
 	return binary, entrypoint
 }
+
+// The compose file runs the image of the latest release of CHANGELOG.md,
+// by its version (never latest), as the README says.
+func TestComposeNamesTheRelease(t *testing.T) {
+	t.Parallel()
+	changelog, err := os.ReadFile(filepath.Join(root, "CHANGELOG.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$`).FindSubmatch(changelog)
+	if m == nil {
+		t.Fatal("CHANGELOG.md has no release")
+	}
+	image := "ghcr.io/callonbot/callon:" + string(m[1])
+	p := load(t, []string{"workers"}, "docker-compose.yml")
+	for _, name := range []string{"callon", "worker"} {
+		if s := service(t, p, name); s.Image != image || s.Build == nil {
+			t.Errorf("%s's image = %q (build %v), want %s, built when it cannot be pulled", name, s.Image, s.Build != nil, image)
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "`"+image+"`") || strings.Contains(string(readme), ":latest") {
+		t.Errorf("README.md does not name %s (or names a latest image)", image)
+	}
+}
