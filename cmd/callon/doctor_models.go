@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,7 +20,7 @@ import (
 // models (checkModels) and, with probe, whether each one calls tools.
 func checkModelServer(ctx context.Context, cfg config.Config, probe bool) []finding {
 	// No retries and a short timeout: doctor says what is wrong now.
-	model := llm.NewRouter(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxRetries: -1, Timeout: 5 * time.Second},
+	model := llm.NewRouter(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxRetries: -1, Timeout: 5 * time.Second, ToolDialect: cfg.ToolDialect},
 		providerConfigs(cfg), slog.New(slog.DiscardHandler))
 	out := checkModels(ctx, model, cfg)
 	if !probe {
@@ -38,20 +37,11 @@ func checkModelServer(ctx context.Context, cfg config.Config, probe bool) []find
 	return out
 }
 
-// probeTool is the tool a probe asks a model to call.
-var probeTool = master.Tool{Name: "ping", Description: "Answers pong. Call it when asked to.",
-	Parameters: json.RawMessage(`{"type":"object","properties":{"note":{"type":"string"}}}`)}
-
 // probeModel asks a model for one tool call, as the master and the
-// workers need: callon's models answer through tools.
+// workers need (llm.ProbeTools): callon's models answer through tools.
 func probeModel(ctx context.Context, model master.LLM, name string) finding {
 	subject := "tool calls of " + name
-	resp, err := model.Chat(ctx, master.ChatRequest{
-		Model: name,
-		Messages: []master.Message{{Role: master.RoleUser,
-			Content: "This is a test by callon doctor: call the ping tool once, with any note."}},
-		Tools: []master.Tool{probeTool}, ToolChoice: "required", MaxTokens: 200,
-	})
+	p, err := llm.ProbeTools(ctx, model, name)
 	if err != nil {
 		var me *master.Error
 		if errors.As(err, &me) {
@@ -59,13 +49,10 @@ func probeModel(ctx context.Context, model master.LLM, name string) finding {
 		}
 		return fail(subject, err.Error(), "")
 	}
-	tokens := resp.Usage.Total()
-	for _, c := range resp.ToolCalls {
-		if c.Name == probeTool.Name {
-			return ok(subject, "it called the test tool (%d tokens)", tokens)
-		}
+	if !p.CallsTools {
+		return fail(subject, p.Detail, "pick a model that calls tools (docs/models.md lists some)")
 	}
-	return fail(subject, "it answered without calling the test tool", "pick a model that calls tools (docs/models.md lists some)")
+	return ok(subject, "it called a test tool (%s)", p.Dialect)
 }
 
 // modelUse is a model callon is configured to use, and the settings

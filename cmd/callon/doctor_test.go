@@ -107,7 +107,7 @@ func mustLine(t *testing.T, out, mark, subject string, wants ...string) string {
 
 func TestDoctorAllGood(t *testing.T) {
 	t.Parallel()
-	w := newDoctorWorld(t, nil, llmtest.Always(llmtest.Call("ping", map[string]any{"note": "hi"})))
+	w := newDoctorWorld(t, nil, llmtest.Always(llmtest.Call("record_word", map[string]any{"word": "callon"})))
 	out, err := w.doctor("--probe-models")
 	if err != nil {
 		t.Fatalf("doctor: %v\n%s", err, out)
@@ -125,15 +125,15 @@ func TestDoctorAllGood(t *testing.T) {
 	mustLine(t, out, "✓", "model server "+w.ai.URL(), "2 models")
 	mustLine(t, out, "✓", "model gpt-4o (CALLON_MASTER_MODEL", "listed")
 	mustLine(t, out, "✓", "model gpt-4o-mini (CALLON_WORKER_MODEL", "listed")
-	mustLine(t, out, "✓", "tool calls of gpt-4o", "called the test tool")
+	mustLine(t, out, "✓", "tool calls of gpt-4o", "called a test tool (native)")
 	mustLine(t, out, "✓", "MCP server local", "started", "tools")
 	if !strings.HasSuffix(out, "Everything callon needs is in place.\n") && !strings.Contains(out, "No problem") {
 		t.Errorf("no conclusion at the end:\n%s", out)
 	}
 	// The probe asked for the tool, as the master's calls do.
 	reqs := w.ai.Requests()
-	if len(reqs) != 2 || !reqs[0].Request.HasTool("ping") || reqs[0].Request.ToolChoice != "required" {
-		t.Errorf("probe requests = %+v; want one per model, offering ping with tool_choice required", reqs)
+	if len(reqs) != 2 || !reqs[0].Request.HasTool("record_word") || reqs[0].Request.ToolChoice != "required" {
+		t.Errorf("probe requests = %+v; want one per model, offering a tool with tool_choice required", reqs)
 	}
 }
 
@@ -249,7 +249,7 @@ func TestDoctorModelWithoutToolCalls(t *testing.T) {
 	if err == nil {
 		t.Fatalf("doctor with a model that calls no tool succeeded:\n%s", out)
 	}
-	mustLine(t, out, "✗", "tool calls of gpt-4o", "without calling", "docs/models.md")
+	mustLine(t, out, "✗", "tool calls of gpt-4o", "answered in text instead of calling the tool", "docs/models.md")
 }
 
 func TestDoctorUnknownTool(t *testing.T) {
