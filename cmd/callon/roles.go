@@ -70,7 +70,7 @@ func rolePolicyProblems(cfg config.Config) []config.Problem {
 				out = append(out, config.Problem{Line: line, Text: fmt.Sprintf("%s: role %q appears twice (first at line %d)", where, role.Name, first)})
 			}
 			seen[role.Name] = line
-			if err := policy.CheckRole(role); err != nil {
+			for _, err := range roleProblems(policy, role) {
 				out = append(out, config.Problem{Line: line, Text: fmt.Sprintf("%s: role %q: %v", where, role.Name, err)})
 			}
 		}
@@ -96,3 +96,34 @@ type checkedByConfig struct{}
 
 func (checkedByConfig) Check([]string) error           { return nil }
 func (checkedByConfig) Names(context.Context) []string { return nil }
+
+// roleProblems is every problem the policy finds with a role, not only
+// the first that CheckRole reports: each field is checked on its own, in
+// a role whose other fields are fine.
+func roleProblems(policy master.RolePolicy, r master.Role) []error {
+	if policy.CheckRole(r) == nil {
+		return nil
+	}
+	fine := master.Role{Name: "r", Description: "d", Prompt: "p"}
+	var out []error
+	for _, set := range []func(*master.Role){
+		func(x *master.Role) { x.Name = r.Name },
+		func(x *master.Role) { x.Description = r.Description },
+		func(x *master.Role) { x.Prompt = r.Prompt },
+		func(x *master.Role) { x.Model = r.Model },
+		func(x *master.Role) { x.Temperature = r.Temperature },
+		func(x *master.Role) { x.MaxTokens = r.MaxTokens },
+		func(x *master.Role) { x.Timeout = r.Timeout },
+		func(x *master.Role) { x.Tools = r.Tools },
+	} {
+		one := fine
+		set(&one)
+		if err := policy.CheckRole(one); err != nil {
+			out = append(out, err)
+		}
+	}
+	if len(out) == 0 { // a problem of the fields together
+		out = append(out, policy.CheckRole(r))
+	}
+	return out
+}

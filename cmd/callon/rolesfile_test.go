@@ -30,9 +30,10 @@ func TestRolesFileOneReport(t *testing.T) {
 		t.Fatal("callon started with a broken roles file")
 	}
 	for _, want := range []string{
-		"CALLON_ROLES_FILE: " + path + ": 4 problems:",
+		"CALLON_ROLES_FILE: " + path + ": 5 problems:",
 		`line 2: default roles: role "researcher": the model "gpt-5-turbo" is not allowed`,
 		`line 6: default roles: role "Writer": the name "Writer" is not a lowercase slug`,
+		`line 6: default roles: role "Writer": the prompt is empty`,
 		`line 9: default roles: role "researcher" appears twice (first at line 2)`,
 		`line 12: roles[3]: unknown key "temprature" (did you mean "temperature"?)`,
 	} {
