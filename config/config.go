@@ -82,6 +82,7 @@ type Config struct {
 	HandBack    HandBack
 	Webhook     Webhook
 	API         API
+	Dashboard   Dashboard
 	Attachments Attachments
 	Caps        Caps
 	Tools       Tools
@@ -179,6 +180,7 @@ func Load(getenv func(string) string) Config {
 	c.HandBack = p.handBack()
 	c.Webhook = p.webhook()
 	c.API = p.api(c.HTTPAddr)
+	c.Dashboard = p.dashboard(c.HTTPAddr, c.DiscordAppID)
 	c.Attachments = p.attachments()
 	c.Caps = p.caps()
 	c.Tools = p.tools()
@@ -322,6 +324,9 @@ func (c Config) attrs() []slog.Attr {
 		slog.Int("webhook_retries", w.Retries),
 		slog.String("api_secret", redact(c.API.Secret)),
 		slog.Int("api_rate", c.API.Rate),
+		slog.String("dashboard_token", redact(c.Dashboard.Token)),
+		slog.String("discord_client_secret", redact(c.Dashboard.ClientSecret)),
+		slog.String("dashboard_redirect_url", c.Dashboard.RedirectURL),
 		slog.String("providers", providerList(c.Providers)),
 		slog.String("discord_cdn_url", c.Attachments.CDNURL),
 		slog.Int64("attachment_max_file", c.Attachments.MaxFile),

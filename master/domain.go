@@ -277,4 +277,7 @@ type TurnReads struct {
 	Session     Session
 	Roster      []Role
 	History     []Exchange
+	// Tracks are how the roster's roles did in their last tasks in the
+	// session's channel, by role name (read with the roster).
+	Tracks map[string]RoleTrack
 }

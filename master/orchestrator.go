@@ -467,6 +467,7 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, boo
 		attachments:  atts,
 		vision:       o.cfg.Vision,
 		instructions: o.cfg.Instructions,
+		tracks:       reads.Tracks,
 	}
 	if turn.Round >= o.cfg.MaxRounds {
 		tc.mustReply = fmt.Sprintf("You have used all %d rounds of delegation for this message.", o.cfg.MaxRounds)

@@ -31,6 +31,8 @@ type turnContext struct {
 	vision      bool
 	// instructions replace MasterInstructions when set.
 	instructions string
+	// tracks are the roster's records in the channel (see RoleTrack).
+	tracks map[string]RoleTrack
 }
 
 // MasterInstructions is how the master works, in its system prompt after
@@ -121,6 +123,7 @@ func masterSystemPrompt(c turnContext, older []Exchange) string {
 	for _, r := range c.roster {
 		fmt.Fprintf(&b, "- %s: %s%s\n", r.Name, r.Description, ToolsLine(" (tools: ", r.Tools)+closing(r.Tools))
 	}
+	b.WriteString(reliabilityNote(c.roster, c.tracks, &c.turn, c.tasks))
 	b.WriteString("\n" + strings.TrimSpace(cmp.Or(c.instructions, MasterInstructions)) + "\n")
 	fmt.Fprintf(&b, "- You may delegate at most %d rounds for one message; then you must reply.\n", c.maxRounds)
 	b.WriteString("- Write for Discord: concise, Markdown, no @everyone or @here.\n")

@@ -68,6 +68,9 @@ type TeamView struct {
 	// Dispatched are the teams this session's master started elsewhere.
 	Dispatched []Session
 	Spend      SessionSpend // what the team used, by model, and its own budget
+	// Reliability is the roster's records in the session's channel over
+	// ReliabilityWindow (roles with no ended task there are left out).
+	Reliability []Reliability
 	// Budget is the team's token budget in effect (0: none), and Cost
 	// what it used costs as far as prices are known: Commands fills both.
 	Budget int64
@@ -115,6 +118,13 @@ func RenderTeam(v TeamView, workerModel string) Embed {
 		fmt.Fprintf(&members, "%s **%s** · `%s` · %s%s\n", stateIcon(m.State), m.Role.Name, model, m.State, ToolsLine(" · tools: ", m.Role.Tools))
 	}
 	e.Fields = append(e.Fields, EmbedField{Name: "Members", Value: members.String()})
+	if len(v.Reliability) > 0 {
+		var rel strings.Builder
+		for _, r := range v.Reliability {
+			fmt.Fprintf(&rel, "**%s** · %s\n", r.Role, ReliabilityLine(r))
+		}
+		e.Fields = append(e.Fields, EmbedField{Name: "Reliability (last 7 days in this channel)", Value: rel.String()})
+	}
 
 	var work strings.Builder
 	switch {

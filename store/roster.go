@@ -79,6 +79,11 @@ func scanRole(row pgx.CollectableRow) (master.Role, error) {
 	if err := row.Scan(&r.Name, &r.Description, &r.Prompt, &r.Model, &r.Temperature, &maxTokens, &timeout, &r.Tools); err != nil {
 		return r, err
 	}
+	return fillRole(r, maxTokens, timeout), nil
+}
+
+// fillRole completes a role scanned from roleColumns.
+func fillRole(r master.Role, maxTokens, timeout *int32) master.Role {
 	if len(r.Tools) == 0 {
 		r.Tools = nil
 	}
@@ -88,7 +93,7 @@ func scanRole(row pgx.CollectableRow) (master.Role, error) {
 	if timeout != nil {
 		r.Timeout = time.Duration(*timeout) * time.Millisecond
 	}
-	return r, nil
+	return r
 }
 
 // replaceRoster swaps a session's roster and cancels the queued tasks of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -294,6 +295,17 @@ func (s *Store) TeamView(ctx context.Context, sessionID int64, signals int) (mas
 	if v.Spend, err = sessionSpend(ctx, tx, sessionID); err != nil {
 		return v, err
 	}
+	names := make([]string, len(v.Roster))
+	for i, r := range v.Roster {
+		names[i] = r.Name
+	}
+	if v.Reliability, err = reliability(ctx, tx, master.ReliabilityQuery{Guilds: []string{v.Session.GuildID},
+		Channel: v.Session.ChannelID, Roles: names, Since: time.Now().Add(-master.ReliabilityWindow)}); err != nil {
+		return v, fmt.Errorf("team view: %w", err)
+	}
+	slices.SortStableFunc(v.Reliability, func(a, b master.Reliability) int { // roster order
+		return slices.Index(names, a.Role) - slices.Index(names, b.Role)
+	})
 	rows, err := tx.Query(ctx, `SELECT s.id, s.session_id, coalesce(s.task_id, 0), s.kind, s.payload, s.created_at,
 		       coalesce(t.role, '')
 		FROM (SELECT * FROM signals WHERE session_id = $1 ORDER BY id DESC LIMIT $2) s

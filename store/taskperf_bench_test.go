@@ -48,7 +48,7 @@ type endCounter struct {
 }
 
 func (*endCounter) ToolCalled(string, string, string) {}
-func (e *endCounter) TaskEnded(master.TaskState, time.Duration) {
+func (e *endCounter) TaskEnded(string, master.TaskState, time.Duration) {
 	if e.n.Add(1) == e.want {
 		close(e.done)
 	}

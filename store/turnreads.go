@@ -10,7 +10,8 @@ import (
 )
 
 // TurnReads reads what the master needs to decide on a turn — its tasks,
-// its files with their content, the session, its roster and up to
+// its files with their content, the session, its roster with each role's
+// record in the channel (master.RoleTrack, in the roster's statement) and up to
 // historyLimit earlier exchanges (see History) — in one round trip: the
 // five statements go to Postgres as one pipelined batch. Each statement
 // reads its own snapshot, as five separate reads would; a turn that ended
@@ -23,7 +24,7 @@ func (s *Store) TurnReads(ctx context.Context, sessionID, turnID int64, historyL
 	b.Queue(`SELECT `+attachmentColumns+`, a.data FROM attachments a
 		WHERE a.turn_id = $1 ORDER BY a.position`, turnID)
 	b.Queue(`SELECT `+sessionColumns+` FROM sessions s WHERE s.id = $1`, sessionID)
-	b.Queue(`SELECT `+roleColumns+` FROM session_roles WHERE session_id = $1 ORDER BY position, name`, sessionID)
+	b.Queue(rosterTracksSQL, sessionID)
 	b.Queue(historySQL, sessionID, turnID, historyLimit)
 	err := func() error {
 		br := s.pool.SendBatch(ctx, b)
@@ -47,7 +48,7 @@ func (s *Store) TurnReads(ctx context.Context, sessionID, turnID int64, historyL
 		if rows, err = br.Query(); err != nil {
 			return fmt.Errorf("roster: %w", err)
 		}
-		if r.Roster, err = pgx.CollectRows(rows, scanRole); err != nil {
+		if r.Roster, r.Tracks, err = collectRosterTracks(rows); err != nil {
 			return fmt.Errorf("roster: %w", err)
 		}
 		if rows, err = br.Query(); err != nil {

@@ -146,16 +146,16 @@ type Metrics interface {
 	// ToolCalled counts a worker's tool call by tool and result ("ok" or
 	// "invalid"); caller is "worker".
 	ToolCalled(caller, tool, result string)
-	// TaskEnded counts a task whose outcome was written, by its state,
-	// with its time in this worker.
-	TaskEnded(state master.TaskState, took time.Duration)
+	// TaskEnded counts a task whose outcome was written, by its role and
+	// state, with its time in this worker.
+	TaskEnded(role string, state master.TaskState, took time.Duration)
 }
 
 // noMetrics discards.
 type noMetrics struct{}
 
-func (noMetrics) ToolCalled(string, string, string)         {}
-func (noMetrics) TaskEnded(master.TaskState, time.Duration) {}
+func (noMetrics) ToolCalled(string, string, string)                 {}
+func (noMetrics) TaskEnded(string, master.TaskState, time.Duration) {}
 
 func (c Config) withDefaults() Config {
 	c.ID = cmp.Or(c.ID, master.NewOwner())

@@ -327,7 +327,7 @@ func (p *Pool) complete(ctx context.Context, t master.Task, out master.Outcome, 
 	case err != nil:
 		log.Warn("task outcome not written; its lease will expire", "state", out.State, "err", err)
 	default:
-		p.metrics.TaskEnded(out.State, time.Since(start))
+		p.metrics.TaskEnded(t.Role, out.State, time.Since(start))
 		attrs := []any{"state", out.State, "tokens", out.Usage.Total(), "duration", time.Since(start).Round(time.Millisecond)}
 		if out.Error != "" {
 			attrs = append(attrs, "error", out.Error)

@@ -60,11 +60,13 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /gateway/", s.handleGateway)
 	mux.HandleFunc("GET /cdn/attachments/{c}/{id}/{name}", s.serveAttachment)
 	mux.HandleFunc("GET /media/attachments/{c}/{id}/{name}", s.serveAttachment)
+	// GET /users/@me/guilds answers the bot (a Bot token) and a person
+	// signed in with OAuth2 (a Bearer token) alike, as Discord does.
+	s.oauthRoutes(mux, s.wrap(RouteGetCurrentUserGuilds, s.serve(s.getCurrentUserGuilds)))
 	handlers := map[Route]handler{
 		RouteGetGateway:                s.getGateway,
 		RouteGetGatewayBot:             s.getGateway,
 		RouteGetCurrentUser:            s.getCurrentUser,
-		RouteGetCurrentUserGuilds:      s.getCurrentUserGuilds,
 		RouteGetCurrentApplication:     s.getCurrentApplication,
 		RouteGetOAuth2Application:      s.getCurrentApplication,
 		RouteGetGuild:                  s.getGuild,

@@ -64,6 +64,11 @@ type Server struct {
 	revoked    bool // RevokeToken was called
 	outage     bool // StopGateway was called, StartGateway not since
 	intents    discordgo.Intent
+
+	oauthSecret string                // the application's client secret
+	oauthUser   string                // who authorizes next; "" is the default user
+	oauthCodes  map[string]oauthGrant // codes not yet exchanged
+	oauthTokens map[string]oauthGrant // access tokens
 }
 
 // New starts a fake Discord and stops it when the test ends.

@@ -76,7 +76,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if cfg.Webhook.Enabled() {
 		st.EnableWebhooks(true) // before anything that changes state runs
 	}
-	var apiHandler http.Handler // the inbound API, when this process runs the bot
+	var apiHandler http.Handler       // the inbound API, when this process runs the bot
+	var guildName func(string) string // the bot's names of guilds, for the dashboard
 	st.SetMaxAttempts(cfg.Limits.MaxAttempts)
 	owner := master.NewOwner()
 	log = log.With("owner", owner)
@@ -88,7 +89,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		prices[m] = master.Price{In: p.In, Out: p.Out}
 		metricPrices[m] = metrics.Price{Prompt: p.In, Completion: p.Out}
 	}
-	reg := metrics.New(metrics.Config{Build: bi, Backlog: st, Prices: metricPrices})
+	reg := metrics.New(metrics.Config{Build: bi, Backlog: st, Prices: metricPrices, Roles: roleNames(roleFile)})
 	model := modelRouter(cfg, log)
 	masterModel, workerModel := reg.LLM("master", model), reg.LLM("worker", model)
 	checks := map[string]check{"database": func(ctx context.Context) string {
@@ -161,6 +162,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		if err != nil {
 			return err
 		}
+		guildName = b.GuildName
 		checks["gateway"] = func(context.Context) string {
 			_, down := b.GatewayStatus()
 			return down
@@ -199,7 +201,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		}
 	}
 	if cfg.HTTPAddr != "" {
-		h := newOpsHandler(checks, reg.Handler(), apiHandler)
+		var dash http.Handler
+		if cfg.Dashboard.Enabled() {
+			d := newDashboard(cfg, st, wake(), prices, guildName, log)
+			g.Go(func() error { return d.Run(ctx) })
+			dash = d
+		}
+		h := newOpsHandler(checks, reg.Handler(), apiHandler, dash)
 		g.Go(func() error { return serveHTTP(ctx, cfg.HTTPAddr, h, log) })
 	}
 	err = g.Wait()

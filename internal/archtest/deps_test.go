@@ -70,6 +70,18 @@ func TestDependencyRules(t *testing.T) {
 		{"the Prometheus client is imported only in metrics", func(from, to string) bool {
 			return under(to, "github.com/prometheus/") && !under(from, module+"/metrics")
 		}},
+		{"dashboard imports of callon only master: it reads through its own port", func(from, to string) bool {
+			return under(from, module+"/dashboard") && under(to, module) && to != module+"/master"
+		}},
+		{"store imports of callon only the ports it implements (master, dashboard)", func(from, to string) bool {
+			return from == module+"/store" && under(to, module) && to != module+"/master" && to != module+"/dashboard"
+		}},
+		{"golang.org/x/oauth2 is imported only in dashboard", func(from, to string) bool {
+			return under(to, "golang.org/x/oauth2") && !under(from, module+"/dashboard")
+		}},
+		{"chromedp drives the browser tests only", func(from, to string) bool {
+			return under(to, "github.com/chromedp/") && under(from, module)
+		}},
 		{"workers never import bot: workers cannot post", func(from, to string) bool {
 			return under(from, module+"/workers") && under(to, module+"/bot")
 		}},
@@ -77,9 +89,12 @@ func TestDependencyRules(t *testing.T) {
 			return under(from, module+"/eval") && (under(to, module+"/store") || under(to, module+"/bot"))
 		}},
 		{"only cmd/callon wires the adapters together", func(from, to string) bool {
-			adapters := []string{"/bot", "/store", "/llm", "/workers", "/webhook", "/tools", "/metrics"}
+			adapters := []string{"/bot", "/store", "/llm", "/workers", "/webhook", "/tools", "/metrics", "/dashboard"}
 			if !under(from, module) || under(from, module+"/cmd") {
 				return false
+			}
+			if from == module+"/store" && to == module+"/dashboard" {
+				return false // the store implements the dashboard's port, as it does master's
 			}
 			for _, a := range adapters {
 				for _, b := range adapters {

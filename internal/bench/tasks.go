@@ -124,7 +124,7 @@ func (tw *taskWorld) Chat(_ context.Context, req master.ChatRequest) (master.Cha
 func (tw *taskWorld) ToolCalled(string, string, string) {}
 
 // TaskEnded implements workers.Metrics: it counts the tasks written.
-func (tw *taskWorld) TaskEnded(master.TaskState, time.Duration) {
+func (tw *taskWorld) TaskEnded(string, master.TaskState, time.Duration) {
 	tw.mu.Lock()
 	tw.ended++
 	close(tw.changed)
