@@ -126,6 +126,7 @@ func (b *Bot) newSession() (*discordgo.Session, error) {
 	s.AddHandler(b.onDisconnect)
 	s.AddHandler(b.onInteraction)
 	s.AddHandler(b.onMessage)
+	s.AddHandler(b.onThreadUpdate)
 	return s, nil
 }
 

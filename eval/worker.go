@@ -90,7 +90,7 @@ func newWorkerStore(s Situation, model string, m *meter) *workerStore {
 	return &workerStore{task: t, input: in, meter: m, ended: make(chan struct{})}
 }
 
-func (s *workerStore) ClaimTasks(_ context.Context, workerID string, n int, lease time.Duration) ([]master.Task, error) {
+func (s *workerStore) ClaimTasks(_ context.Context, _ master.Scope, workerID string, n int, lease time.Duration) ([]master.Task, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.claimed || n < 1 {

@@ -70,7 +70,7 @@ var _ master.OrchestratorStore = (*world)(nil)
 // sessionID is the one session of every world.
 const sessionID = 1
 
-func (w *world) PendingSessions(context.Context, string) ([]int64, error) {
+func (w *world) PendingSessions(context.Context, master.Scope, string) ([]int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.end != nil {

@@ -59,34 +59,3 @@ func (r *Router) Chat(ctx context.Context, req master.ChatRequest) (master.ChatR
 	}
 	return resp, err
 }
-
-// Provider names the provider that serves model ("" for the default
-// one) and the model's name there.
-func (r *Router) Provider(model string) (provider, name string) {
-	_, provider, name = r.route(model)
-	return provider, name
-}
-
-// ListModels lists the models of the provider that serves model, as
-// Client.Models does.
-func (r *Router) ListModels(ctx context.Context, model string) ([]string, error) {
-	c, _, _ := r.route(model)
-	return c.Models(ctx)
-}
-
-// HasModel asks the model's provider whether it serves the model; known
-// is false when the provider lists no models (some servers do not), and
-// err says why the list could not be had.
-func (r *Router) HasModel(ctx context.Context, model string) (has, known bool, err error) {
-	c, _, name := r.route(model)
-	ids, err := c.Models(ctx)
-	if err != nil || len(ids) == 0 {
-		return false, false, err
-	}
-	for _, id := range ids {
-		if id == name {
-			return true, true, nil
-		}
-	}
-	return false, true, nil
-}

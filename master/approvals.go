@@ -175,10 +175,10 @@ type ApprovalStore interface {
 	// queues its task again. A request already decided is returned as
 	// it stands, unchanged.
 	DecideApproval(ctx context.Context, id int64, approve bool, by string) (Approval, error)
-	// UnsettledApprovals lists up to limit requests decided (or expired,
-	// or cancelled) before before, whose posted message still shows
+	// UnsettledApprovals lists up to limit requests of scope's sessions
+	// decided (or expired, or cancelled) before before, whose posted message still shows
 	// buttons.
-	UnsettledApprovals(ctx context.Context, before time.Time, limit int) ([]Approval, error)
+	UnsettledApprovals(ctx context.Context, scope Scope, before time.Time, limit int) ([]Approval, error)
 	// SettleApproval records that a request's message shows its outcome.
 	SettleApproval(ctx context.Context, id int64) error
 }
@@ -202,7 +202,17 @@ const NotDecider = "Only the member who started this team, or members who can ma
 // included. An *Error with ENotAllowed when actor may not decide: the
 // team's owner and members who can manage threads may.
 func (a *Approvals) Decide(ctx context.Context, id int64, approve bool, actor Actor) (Approval, error) {
+	return a.DecideIn(ctx, 0, id, approve, actor)
+}
+
+// DecideIn is Decide where only the requests of one team are shown (a
+// chat's terminal): a request of another team is not found there.
+// sessionID 0 is any team.
+func (a *Approvals) DecideIn(ctx context.Context, sessionID, id int64, approve bool, actor Actor) (Approval, error) {
 	ap, s, err := a.store.Approval(ctx, id)
+	if err == nil && sessionID != 0 && s.ID != sessionID {
+		return Approval{}, Errorf(ENotFound, "This team has no request %d.", id)
+	}
 	if errors.Is(err, ErrNotFound) {
 		return ap, &Error{Code: ENotFound, Message: "This request is gone: its team was removed.", Err: err}
 	}
@@ -238,6 +248,8 @@ type SettlerConfig struct {
 	// answer, which edits the message at once.
 	Grace time.Duration
 	Now   func() time.Time
+	// Scope is the sessions whose requests this settler edits.
+	Scope Scope
 }
 
 // Settler keeps each approval request's message showing its outcome,
@@ -276,7 +288,7 @@ func (a *Settler) Run(ctx context.Context) error {
 // the next poll.
 func (a *Settler) settle(ctx context.Context) (int, error) {
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	list, err := a.store.UnsettledApprovals(qctx, a.cfg.Now().Add(-a.cfg.Grace), settleBatch)
+	list, err := a.store.UnsettledApprovals(qctx, a.cfg.Scope, a.cfg.Now().Add(-a.cfg.Grace), settleBatch)
 	cancel()
 	if err != nil {
 		return 0, err

@@ -28,7 +28,7 @@ func (f *approvalFake) DecideApproval(ctx context.Context, id int64, approve boo
 	f.log = append(f.log, fmt.Sprintf("decide %d %t %s", id, approve, by))
 	return f.DecideFunc(ctx, id, approve, by)
 }
-func (f *approvalFake) UnsettledApprovals(ctx context.Context, before time.Time, limit int) ([]Approval, error) {
+func (f *approvalFake) UnsettledApprovals(ctx context.Context, _ Scope, before time.Time, limit int) ([]Approval, error) {
 	return f.UnsettledFn(ctx, before, limit)
 }
 func (f *approvalFake) SettleApproval(_ context.Context, id int64) error {

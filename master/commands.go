@@ -49,6 +49,7 @@ type SessionStats struct {
 	Turns     int            // user messages handled
 	TasksDone map[string]int // finished subtasks by role
 	Tasks     int            // subtasks in all
+	Usage     Usage          // tokens used, as the session's row has them now
 }
 
 // CommandsConfig configures the commands.
@@ -243,6 +244,6 @@ func closingSummary(s Session, a Actor, st SessionStats, now time.Time) string {
 		}
 		fmt.Fprintf(&b, " (finished: %s)", strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(&b, " and used %d tokens.\nThis thread is archived; start a new team with `/callon`.", s.Usage.Total())
+	fmt.Fprintf(&b, " and used %s tokens.\nThis thread is archived; start a new team with `/callon`.", Tokens(st.Usage.Total()))
 	return Truncate(b.String(), MaxMessageLen)
 }

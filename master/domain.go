@@ -47,8 +47,16 @@ type Session struct {
 	APIKey      string
 	CallbackURL string
 	Usage       Usage // tokens used by the session so far
-	CreatedAt   time.Time
-	EndedAt     time.Time // zero while active
+	// Surface is where people talk to the team; AttachedTo, for a
+	// terminal team, the chat process that shows it ("" when none does).
+	Surface    Surface
+	AttachedTo string
+	// DormantSince is when the team went dormant (idle, or its thread
+	// archived): it counts against no cap until a message wakes it. Zero
+	// while it is awake.
+	DormantSince time.Time
+	CreatedAt    time.Time
+	EndedAt      time.Time // zero while active
 }
 
 // Role is a member of a team: a specialist with its own prompt and model.

@@ -86,6 +86,10 @@ var ErrCapped = errors.New("active team cap reached")
 type CapError struct {
 	PerUser bool // the person's cap; else the guild's
 	Limit   int
+	// Oldest are the person's oldest awake teams in the guild, at most
+	// three: the refusal lists them, to dissolve one or let it go
+	// dormant.
+	Oldest []Session
 }
 
 func (e *CapError) Error() string {
@@ -100,12 +104,37 @@ func (e *CapError) Is(target error) bool { return target == ErrCapped }
 
 // capText is what a person reads when a cap refuses a team.
 func capText(e *CapError) string {
+	var text string
 	if e.PerUser {
-		return fmt.Sprintf("You already run %d active teams, the most one person may. "+
+		text = fmt.Sprintf("You already run %d active teams, the most one person may. "+
 			"Free a slot by ending one of them with `/dissolve` in its thread, then try again.", e.Limit)
+	} else {
+		text = fmt.Sprintf("This server already has %d active teams, the most allowed. "+
+			"Free a slot by ending an old one with `/dissolve` in its thread, then try again.", e.Limit)
 	}
-	return fmt.Sprintf("This server already has %d active teams, the most allowed. "+
-		"Free a slot by ending an old one with `/dissolve` in its thread, then try again.", e.Limit)
+	return Truncate(text+oldestTeams(e.Oldest), MaxMessageLen)
+}
+
+// oldestTeams lists teams a person might end, with links to their threads.
+func oldestTeams(teams []Session) string {
+	if len(teams) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nYour oldest active teams:")
+	for _, s := range teams {
+		fmt.Fprintf(&b, "\n• %s: %s (started <t:%d:R>)", teamLink(s), oneLine(s.Goal, 80), s.CreatedAt.Unix())
+	}
+	return b.String()
+}
+
+// teamLink is how a message points to a team: its thread, or its number
+// for a team in a terminal.
+func teamLink(s Session) string {
+	if s.Surface == SurfaceTerminal {
+		return fmt.Sprintf("team #%d (a terminal's)", s.ID)
+	}
+	return "<#" + s.ThreadID + ">"
 }
 
 // CapRefusal turns a cap refusal into an *Error a person may read; other

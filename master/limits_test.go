@@ -80,7 +80,7 @@ func TestSpendIsShown(t *testing.T) {
 		t.Errorf("SettledStatus without prices = %q", got)
 	}
 	v := TeamView{Session: Session{ID: 3, Usage: SumUsage(spent), CreatedAt: start}, Now: start, Budget: 100_000, Cost: prices.Cost(spent)}
-	if got := RenderTeam(v, "m").Footer; !strings.HasPrefix(got, "Tokens used: 15000 (12000 prompt, 3000 completion) of a budget of 100,000 · cost ≈ $0.0600 · session #3") {
+	if got := RenderTeam(v, "m").Footer; !strings.HasPrefix(got, "Tokens used: 15,000 (12,000 prompt, 3,000 completion) of a budget of 100,000 · cost ≈ $0.0600 · session #3") {
 		t.Errorf("/team footer = %q", got)
 	}
 }

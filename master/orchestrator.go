@@ -14,6 +14,7 @@ import (
 // OrchestratorConfig tunes the orchestrator. Zero values take the documented defaults.
 type OrchestratorConfig struct {
 	Owner     string // this process, for master leases
+	Scope     Scope  // the sessions this orchestrator runs
 	Model     string // the master's model
 	MaxRounds int    // delegation rounds per turn
 	MaxTasks  int    // tasks per round
@@ -89,10 +90,10 @@ func (c OrchestratorConfig) withDefaults() OrchestratorConfig {
 // method that changes state is one transaction; the guarded ones return
 // ErrStale when their guard no longer holds.
 type OrchestratorStore interface {
-	// PendingSessions lists active sessions whose oldest open turn needs
-	// the master now (not started, or every task of its round has ended)
-	// and whose master lease is free or held by owner.
-	PendingSessions(ctx context.Context, owner string) ([]int64, error)
+	// PendingSessions lists active sessions of scope whose oldest open
+	// turn needs the master now (not started, or every task of its round
+	// has ended) and whose master lease is free or held by owner.
+	PendingSessions(ctx context.Context, scope Scope, owner string) ([]int64, error)
 	// AcquireMaster leases the session's master to owner; false when
 	// another owner holds a live lease. Calling it again extends the lease.
 	AcquireMaster(ctx context.Context, sessionID int64, owner string, lease time.Duration) (bool, error)
@@ -215,7 +216,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 func (o *Orchestrator) pending(ctx context.Context) ([]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return o.store.PendingSessions(ctx, o.cfg.Owner)
+	return o.store.PendingSessions(ctx, o.cfg.Scope, o.cfg.Owner)
 }
 
 // wait returns on a wake-up, a finished step, or the jittered poll.

@@ -43,7 +43,7 @@ func (f *orchFake) OpenTurn(context.Context, int64) (Turn, error) {
 	}
 	return f.turn, nil
 }
-func (f *orchFake) PendingSessions(context.Context, string) ([]int64, error) { return nil, nil }
+func (f *orchFake) PendingSessions(context.Context, Scope, string) ([]int64, error) { return nil, nil }
 func (f *orchFake) AcquireMaster(context.Context, int64, string, time.Duration) (bool, error) {
 	return true, nil
 }

@@ -13,6 +13,7 @@ import (
 // OutboxConfig tunes the outbox sender.
 type OutboxConfig struct {
 	Owner string
+	Scope Scope         // the sessions whose messages this sender delivers
 	Batch int           // messages claimed at once
 	Lease time.Duration // how long a claimed message is ours
 	Poll  time.Duration
@@ -44,9 +45,9 @@ type Outbox struct {
 
 // OutboxStore is what the outbox sender needs from Postgres.
 type OutboxStore interface {
-	// ClaimOutbox leases up to n deliverable messages to owner, each
-	// channel's in order.
-	ClaimOutbox(ctx context.Context, owner string, n int, lease time.Duration) ([]OutMessage, error)
+	// ClaimOutbox leases up to n deliverable messages of scope's sessions
+	// to owner, each channel's in order.
+	ClaimOutbox(ctx context.Context, scope Scope, owner string, n int, lease time.Duration) ([]OutMessage, error)
 	// MarkSent records the Discord message id of a delivered message.
 	MarkSent(ctx context.Context, id int64, discordID string) error
 	// MarkUnsent records a send that was tried and failed: retried after
@@ -83,7 +84,7 @@ func (d *Outbox) Run(ctx context.Context) error {
 // channel's messages in order. It returns how many it claimed.
 func (d *Outbox) Flush(ctx context.Context) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	msgs, err := d.store.ClaimOutbox(cctx, d.cfg.Owner, d.cfg.Batch, d.cfg.Lease)
+	msgs, err := d.store.ClaimOutbox(cctx, d.cfg.Scope, d.cfg.Owner, d.cfg.Batch, d.cfg.Lease)
 	cancel()
 	if err != nil || len(msgs) == 0 {
 		return 0, err

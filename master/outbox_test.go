@@ -28,7 +28,7 @@ func (f *outboxFake) note(format string, args ...any) {
 	f.mu.Unlock()
 }
 
-func (f *outboxFake) ClaimOutbox(_ context.Context, _ string, n int, _ time.Duration) ([]OutMessage, error) {
+func (f *outboxFake) ClaimOutbox(_ context.Context, _ Scope, _ string, n int, _ time.Duration) ([]OutMessage, error) {
 	return f.ClaimOutboxFunc(n), nil
 }
 func (f *outboxFake) MarkSent(_ context.Context, id int64, discordID string) error {

@@ -53,6 +53,17 @@ func TestMasterPromptGolden(t *testing.T) {
 	golden.Check(t, "master_prompt.golden", renderMessages(masterMessages(tc)))
 }
 
+// A terminal team's master is told where it works: not Discord.
+func TestMasterPromptOfATerminalTeam(t *testing.T) {
+	t.Parallel()
+	tc := turnContext{session: Session{Goal: "Plan", Surface: SurfaceTerminal}, roster: DefaultRoles()[:1],
+		turn: Turn{AuthorID: "you", Content: "hi"}, maxRounds: 2}
+	got := masterMessages(tc)[0].Content
+	if strings.Contains(got, "Discord") || !strings.Contains(got, "working in a terminal chat") {
+		t.Errorf("a terminal team's system prompt:\n%s\nwant it to say a terminal chat, and no Discord", got)
+	}
+}
+
 func TestStatusGolden(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)

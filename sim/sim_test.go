@@ -275,7 +275,7 @@ func (s *sequence) step() {
 
 // work is a worker claiming one task and ending it, or stalling on it.
 func (s *sequence) work() {
-	tasks, err := s.st.ClaimTasks(s.ctx, "worker", 1, time.Hour)
+	tasks, err := s.st.ClaimTasks(s.ctx, master.Scope{}, "worker", 1, time.Hour)
 	if err != nil {
 		s.fatalf("ClaimTasks: %v", err)
 	}
@@ -384,7 +384,7 @@ func (s *sequence) settle() {
 		s.timePasses()
 		s.step()
 		for {
-			tasks, err := s.st.ClaimTasks(s.ctx, "worker", 10, time.Hour)
+			tasks, err := s.st.ClaimTasks(s.ctx, master.Scope{}, "worker", 10, time.Hour)
 			if err != nil {
 				s.fatalf("ClaimTasks: %v", err)
 			}

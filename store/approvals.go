@@ -128,13 +128,14 @@ func expireApprovals(ctx context.Context, tx pgx.Tx, attempts int) ([]int64, err
 	return resumePaused(ctx, tx, tasks, attempts)
 }
 
-// UnsettledApprovals lists up to limit requests decided, expired or
-// cancelled before before, whose posted message still shows its
-// buttons, oldest first.
-func (s *Store) UnsettledApprovals(ctx context.Context, before time.Time, limit int) ([]master.Approval, error) {
+// UnsettledApprovals lists up to limit requests of scope's sessions
+// decided, expired or cancelled before before, whose posted message
+// still shows its buttons, oldest first.
+func (s *Store) UnsettledApprovals(ctx context.Context, scope master.Scope, before time.Time, limit int) ([]master.Approval, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+approvalColumns+` FROM `+approvalFrom+`
 		WHERE a.state <> 'pending' AND a.settled_at IS NULL AND a.decided_at < $1 AND o.state = 'sent'
-		ORDER BY a.id LIMIT $2`, before, limit)
+		  AND s.surface = $3 AND ($4 = '' OR s.attached_to = $4)
+		ORDER BY a.id LIMIT $2`, before, limit, scope.Of(), scope.Attached)
 	if err != nil {
 		return nil, fmt.Errorf("unsettled approvals: %w", err)
 	}

@@ -13,18 +13,19 @@ import (
 	"github.com/callonbot/callon/master"
 )
 
-// ClaimOutbox leases up to n pending messages to owner, oldest first. Each
-// channel's messages go out in order: a message is claimed only with
-// every earlier pending message of its channel, so none is claimed while
-// an earlier one is leased (here or in another process), waiting for a
-// retry, or being claimed by someone else right now. A claim records that
-// a send may follow (maybe_sent_at); each message returned carries the
-// value from before this claim.
-func (s *Store) ClaimOutbox(ctx context.Context, owner string, n int, lease time.Duration) ([]master.OutMessage, error) {
+// ClaimOutbox leases up to n pending messages of scope's sessions to
+// owner, oldest first. Each channel's messages go out in order: a message
+// is claimed only with every earlier pending message of its channel, so
+// none is claimed while an earlier one is leased (here or in another
+// process), waiting for a retry, or being claimed by someone else right
+// now. A claim records that a send may follow (maybe_sent_at); each
+// message returned carries the value from before this claim.
+func (s *Store) ClaimOutbox(ctx context.Context, scope master.Scope, owner string, n int, lease time.Duration) ([]master.OutMessage, error) {
 	rows, err := s.pool.Query(ctx, `
 		WITH candidate AS (
 			SELECT o.id, o.channel_id FROM outbox o
 			WHERE o.state = 'pending' AND (o.lease_until IS NULL OR o.lease_until < now())
+			  AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = o.session_id AND s.surface = $4 AND ($5 = '' OR s.attached_to = $5))
 			ORDER BY o.id
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED
@@ -41,7 +42,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, owner string, n int, lease time
 		FROM before WHERE o.id = before.id
 		RETURNING o.id, coalesce(o.session_id, 0), coalesce(o.turn_id, 0), o.kind, o.channel_id,
 		          coalesce(o.reply_to, ''), coalesce(o.mention, ''), o.content, o.buttons, o.part, o.nonce, o.attempts, o.created_at,
-		          before.maybe_sent_at`, n, lease, owner)
+		          before.maybe_sent_at`, n, lease, owner, scope.Of(), scope.Attached)
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
 	}

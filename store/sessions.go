@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,20 +17,21 @@ import (
 const sessionColumns = `s.id, s.guild_id, s.channel_id, s.thread_id, s.owner_id, s.goal, s.state,
 	coalesce(s.report_to, ''), coalesce(s.dispatched_by, 0), s.dispatch_depth,
 	coalesce(s.api_key, ''), coalesce(s.callback_url, ''), s.prompt_tokens, s.completion_tokens, s.created_at, s.ended_at,
-	coalesce(s.requested_by_bot, ''), coalesce(s.request_message_id, '')`
+	coalesce(s.requested_by_bot, ''), coalesce(s.request_message_id, ''), s.surface, coalesce(s.attached_to, ''), s.dormant_since`
 
 func scanSession(row pgx.Row) (master.Session, error) {
 	var s master.Session
-	var ended *time.Time
+	var ended, dormant *time.Time
 	err := row.Scan(&s.ID, &s.GuildID, &s.ChannelID, &s.ThreadID, &s.OwnerID, &s.Goal, &s.State,
 		&s.ReportTo, &s.DispatchedBy, &s.DispatchDepth, &s.APIKey, &s.CallbackURL, &s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.CreatedAt, &ended,
-		&s.RequestedByBot, &s.RequestMessageID)
+		&s.RequestedByBot, &s.RequestMessageID, &s.Surface, &s.AttachedTo, &dormant)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Session{}, master.ErrNotFound
 	}
 	if ended != nil {
 		s.EndedAt = *ended
 	}
+	s.DormantSince = orZero(dormant)
 	return s, err
 }
 
@@ -65,11 +67,12 @@ func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []
 	}
 	created, err := scanSession(tx.QueryRow(ctx, `
 		INSERT INTO sessions AS s (guild_id, channel_id, thread_id, owner_id, goal, report_to, dispatched_by, dispatch_depth, dispatched_turn,
-		                           requested_by_bot, request_message_id, api_key, callback_url)
-		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8, nullif($9, 0), nullif($10, ''), nullif($11, ''), nullif($12, ''), nullif($13, ''))
+		                           requested_by_bot, request_message_id, api_key, callback_url, surface, attached_to)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8, nullif($9, 0), nullif($10, ''), nullif($11, ''), nullif($12, ''), nullif($13, ''),
+		        $14, nullif($15, ''))
 		RETURNING `+sessionColumns,
 		sess.GuildID, sess.ChannelID, sess.ThreadID, sess.OwnerID, sess.Goal, sess.ReportTo, sess.DispatchedBy, sess.DispatchDepth, sess.DispatchedTurn,
-		sess.RequestedByBot, sess.RequestMessageID, sess.APIKey, sess.CallbackURL))
+		sess.RequestedByBot, sess.RequestMessageID, sess.APIKey, sess.CallbackURL, cmp.Or(sess.Surface, master.SurfaceDiscord), sess.AttachedTo))
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "sessions_active_thread_key" {
@@ -185,14 +188,14 @@ func (s *Store) ThreadSessions(ctx context.Context, threadID string) ([]int64, e
 	return ids, nil
 }
 
-// CatchUpPoints lists every active session with the id of the latest
-// Discord message of its thread recorded as a turn.
+// CatchUpPoints lists every awake active Discord session with the id of
+// the latest Discord message of its thread recorded as a turn.
 func (s *Store) CatchUpPoints(ctx context.Context) ([]master.CatchUpPoint, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT s.id, s.guild_id, s.channel_id, s.thread_id, s.created_at,
 		       coalesce((SELECT max(u.sort_key) FROM turns u
 		                 WHERE u.session_id = s.id AND u.message_id ~ '^[0-9]+$')::text, '')
-		FROM sessions s WHERE s.state = 'active' ORDER BY s.id`)
+		FROM sessions s WHERE s.state = 'active' AND s.surface = 'discord' AND s.dormant_since IS NULL ORDER BY s.id`)
 	if err != nil {
 		return nil, fmt.Errorf("catch-up points: %w", err)
 	}
@@ -231,12 +234,15 @@ func (s *Store) Notice(ctx context.Context, sessionID int64, text string) error 
 	return tx.Commit(ctx)
 }
 
-// SessionStats counts a session's turns and tasks.
+// SessionStats counts a session's turns and tasks, and reads its tokens.
 func (s *Store) SessionStats(ctx context.Context, sessionID int64) (master.SessionStats, error) {
 	st := master.SessionStats{TasksDone: map[string]int{}}
 	if err := s.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM turns WHERE session_id = $1),
-		(SELECT count(*) FROM tasks WHERE session_id = $1)`, sessionID).Scan(&st.Turns, &st.Tasks); err != nil {
+		(SELECT count(*) FROM tasks WHERE session_id = $1),
+		coalesce((SELECT prompt_tokens FROM sessions WHERE id = $1), 0),
+		coalesce((SELECT completion_tokens FROM sessions WHERE id = $1), 0)`, sessionID).Scan(
+		&st.Turns, &st.Tasks, &st.Usage.PromptTokens, &st.Usage.CompletionTokens); err != nil {
 		return st, fmt.Errorf("session stats: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT role, count(*) FROM tasks WHERE session_id = $1 AND state = 'done' GROUP BY role`, sessionID)
@@ -330,16 +336,29 @@ func (s *Store) TeamView(ctx context.Context, sessionID int64, signals int) (mas
 func checkCaps(ctx context.Context, q querier, guildID, ownerID string, caps master.SessionCaps) error {
 	var guild, owner int
 	if err := q.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE owner_id = $2)
-		FROM sessions WHERE guild_id = $1 AND state = 'active'`, guildID, ownerID).Scan(&guild, &owner); err != nil {
+		FROM sessions WHERE guild_id = $1 AND state = 'active' AND dormant_since IS NULL`, guildID, ownerID).Scan(&guild, &owner); err != nil {
 		return fmt.Errorf("count active sessions: %w", err)
 	}
+	var capped *master.CapError
 	switch {
 	case caps.PerGuild > 0 && guild >= caps.PerGuild:
-		return &master.CapError{Limit: caps.PerGuild}
+		capped = &master.CapError{Limit: caps.PerGuild}
 	case caps.PerUser > 0 && owner >= caps.PerUser:
-		return &master.CapError{PerUser: true, Limit: caps.PerUser}
+		capped = &master.CapError{PerUser: true, Limit: caps.PerUser}
+	default:
+		return nil
 	}
-	return nil
+	// The refusal names the owner's oldest teams, to end or let sleep.
+	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM sessions s
+		WHERE s.guild_id = $1 AND s.owner_id = $2 AND s.state = 'active' AND s.dormant_since IS NULL
+		ORDER BY s.created_at, s.id LIMIT 3`, guildID, ownerID)
+	if err != nil {
+		return fmt.Errorf("oldest active sessions: %w", err)
+	}
+	if capped.Oldest, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Session, error) { return scanSession(r) }); err != nil {
+		return fmt.Errorf("oldest active sessions: %w", err)
+	}
+	return capped
 }
 
 // CheckCaps returns a *master.CapError when a new session of ownerID in
@@ -349,10 +368,11 @@ func (s *Store) CheckCaps(ctx context.Context, guildID, ownerID string, caps mas
 	return checkCaps(ctx, s.pool, guildID, ownerID, caps)
 }
 
-// ActiveSessions counts a guild's active sessions.
+// ActiveSessions counts a guild's active sessions that are awake (a
+// dormant team counts against no cap).
 func (s *Store) ActiveSessions(ctx context.Context, guildID string) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE guild_id = $1 AND state = 'active'`, guildID).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE guild_id = $1 AND state = 'active' AND dormant_since IS NULL`, guildID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("active sessions: %w", err)
 	}
 	return n, nil

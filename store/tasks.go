@@ -141,23 +141,23 @@ func batchJSON(tasks []master.NewTask) ([]byte, error) {
 }
 
 // ClaimTasks leases up to n claimable tasks to workerID for lease, oldest
-// first: queued, in an active session, every dependency done. Claimers
+// first: queued, in an active session of scope, every dependency done. Claimers
 // skip each other's rows, so concurrent claims never share a task. Each
 // claimed task gets an ACK signal.
-func (s *Store) ClaimTasks(ctx context.Context, workerID string, n int, lease time.Duration) ([]master.Task, error) {
+func (s *Store) ClaimTasks(ctx context.Context, scope master.Scope, workerID string, n int, lease time.Duration) ([]master.Task, error) {
 	if n <= 0 || lease <= 0 || workerID == "" {
 		return nil, fmt.Errorf("claim tasks: need a worker id, n > 0 and lease > 0 (got %q, %d, %s)", workerID, n, lease)
 	}
 	// One statement, committed on its own (durably: a claim lost in a
 	// crash would let its attempt number be issued twice).
-	tasks, err := claimTasks(ctx, s.pool, workerID, n, lease)
+	tasks, err := claimTasks(ctx, s.pool, scope, workerID, n, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim tasks: %w", err)
 	}
 	return tasks, nil
 }
 
-func claimTasks(ctx context.Context, tx querier, workerID string, n int, lease time.Duration) ([]master.Task, error) {
+func claimTasks(ctx context.Context, tx querier, scope master.Scope, workerID string, n int, lease time.Duration) ([]master.Task, error) {
 	rows, err := tx.Query(ctx, `
 		WITH picked AS (
 			-- Walks the claimable index in id order and stops at the limit:
@@ -166,7 +166,8 @@ func claimTasks(ctx context.Context, tx querier, workerID string, n int, lease t
 			SELECT t.id
 			FROM tasks t
 			WHERE t.state = 'queued'
-			  AND (SELECT s.state FROM sessions s WHERE s.id = t.session_id) = 'active'
+			  AND (SELECT s.state = 'active' AND s.surface = $4 AND ($5 = '' OR s.attached_to = $5)
+			       FROM sessions s WHERE s.id = t.session_id)
 			  AND (t.depends_on = '{}' OR NOT EXISTS (
 				SELECT 1 FROM tasks d WHERE d.id = ANY (t.depends_on) AND d.state <> 'done'))
 			ORDER BY t.id
@@ -186,7 +187,7 @@ func claimTasks(ctx context.Context, tx querier, workerID string, n int, lease t
 			FROM claimed c
 		)
 		SELECT `+taskColumns+` FROM claimed t ORDER BY t.id`,
-		workerID, n, lease.Microseconds())
+		workerID, n, lease.Microseconds(), scope.Of(), scope.Attached)
 	if err != nil {
 		return nil, err
 	}

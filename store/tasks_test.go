@@ -154,7 +154,7 @@ func TestConcurrentClaimersClaimEachTaskOnce(t *testing.T) {
 		worker := string(rune('a' + c))
 		wg.Go(func() {
 			for {
-				tasks, err := w.store.ClaimTasks(w.ctx, worker, 7, leaseTime)
+				tasks, err := w.store.ClaimTasks(w.ctx, master.Scope{}, worker, 7, leaseTime)
 				if err != nil {
 					errs <- err
 					return

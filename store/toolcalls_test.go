@@ -131,7 +131,7 @@ func TestApprovalPausesAndResumesTheTask(t *testing.T) {
 	if _, err := w.pool.Exec(w.ctx, `UPDATE turns SET round = 1 WHERE id = $1`, paused.TurnID); err != nil {
 		t.Fatal(err)
 	}
-	if pending, err := w.store.PendingSessions(w.ctx, "m"); err != nil || len(pending) != 0 {
+	if pending, err := w.store.PendingSessions(w.ctx, master.Scope{}, "m"); err != nil || len(pending) != 0 {
 		t.Errorf("PendingSessions = %v, %v: the round must wait for the paused task", pending, err)
 	}
 	var content, buttons, kind string
@@ -226,13 +226,13 @@ func TestApprovalExpiresAndIsCancelled(t *testing.T) {
 	}
 	// Nothing is posted yet, so nothing is to settle.
 	before := time.Now().Add(time.Minute)
-	if list, err := w.store.UnsettledApprovals(w.ctx, before, 10); err != nil || len(list) != 0 {
+	if list, err := w.store.UnsettledApprovals(w.ctx, master.Scope{}, before, 10); err != nil || len(list) != 0 {
 		t.Errorf("UnsettledApprovals before posting = %v, %v, want none", list, err)
 	}
 	if _, err := w.pool.Exec(w.ctx, `UPDATE outbox SET state = 'sent', sent_at = now(), discord_message_id = 'm' || id WHERE kind = 'approval'`); err != nil {
 		t.Fatal(err)
 	}
-	list, err := w.store.UnsettledApprovals(w.ctx, before, 10)
+	list, err := w.store.UnsettledApprovals(w.ctx, master.Scope{}, before, 10)
 	if err != nil || len(list) != 2 || list[0].ID != expiring || list[0].State != master.ApprovalExpired || list[0].MessageID == "" ||
 		list[1].State != master.ApprovalCancelled || list[0].ChannelID == "" {
 		t.Fatalf("UnsettledApprovals = %+v, %v, want the expired and the cancelled requests with their messages", list, err)
@@ -240,7 +240,7 @@ func TestApprovalExpiresAndIsCancelled(t *testing.T) {
 	if err := w.store.SettleApproval(w.ctx, expiring); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := w.store.UnsettledApprovals(w.ctx, before, 10); len(list) != 1 || list[0].ID != cancelled {
+	if list, _ := w.store.UnsettledApprovals(w.ctx, master.Scope{}, before, 10); len(list) != 1 || list[0].ID != cancelled {
 		t.Errorf("after settling one: %+v, want only the other", list)
 	}
 }
@@ -287,7 +287,7 @@ func TestActiveCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.pauseForApproval(tasks[1], time.Hour)
-	turns, err := w.store.ActiveTurns(w.ctx)
+	turns, err := w.store.ActiveTurns(w.ctx, master.Scope{})
 	if err != nil || len(turns) != 1 {
 		t.Fatalf("ActiveTurns = %+v, %v", turns, err)
 	}
@@ -302,7 +302,7 @@ func TestActiveCalls(t *testing.T) {
 	if err := w.store.RecordToolCall(w.ctx, tasks[0].ID, tasks[0].Attempt, reading[0].Seq, master.ToolResult{Text: "page"}); err != nil {
 		t.Fatal(err)
 	}
-	if turns, _ := w.store.ActiveTurns(w.ctx); len(turns) != 1 || turns[0].Calls[tasks[0].ID].Tool != "" {
+	if turns, _ := w.store.ActiveTurns(w.ctx, master.Scope{}); len(turns) != 1 || turns[0].Calls[tasks[0].ID].Tool != "" {
 		t.Errorf("after the call: %+v, want no call shown for the researcher", turns[0].Calls)
 	}
 }

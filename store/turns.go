@@ -237,13 +237,13 @@ func noticeRefusal(ctx context.Context, tx pgx.Tx, turn master.Turn, notice stri
 	return notify(ctx, tx, turn.SessionID)
 }
 
-// PendingSessions lists active sessions whose next turn needs its master
-// now: not started yet, or every task of its current round has ended (a
+// PendingSessions lists active sessions of scope whose next turn needs
+// its master now: not started yet, or every task of its current round has ended (a
 // task waiting for an approval has not), and none of its files still to
 // download. A session's next turn is its running one, else its first
 // queued one in message order. Sessions whose master is leased to another
 // live owner are left out.
-func (s *Store) PendingSessions(ctx context.Context, owner string) ([]int64, error) {
+func (s *Store) PendingSessions(ctx context.Context, scope master.Scope, owner string) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT s.id
 		FROM sessions s
@@ -253,13 +253,13 @@ func (s *Store) PendingSessions(ctx context.Context, owner string) ([]int64, err
 			ORDER BY u.state = 'running' DESC, u.sort_key, u.id
 			LIMIT 1
 		) u
-		WHERE s.state = 'active'
+		WHERE s.state = 'active' AND s.surface = $2 AND ($3 = '' OR s.attached_to = $3)
 		  AND (s.master_owner IS NULL OR s.master_owner = $1 OR s.master_lease_until < now())
 		  AND NOT EXISTS (SELECT 1 FROM tasks k
 		                  WHERE k.turn_id = u.id AND k.round = u.round AND k.state IN ('queued', 'running', 'approval'))
 		  AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.turn_id = u.id AND a.state = 'pending')
 		  AND (u.not_before IS NULL OR u.not_before <= now())
-		ORDER BY u.id`, owner)
+		ORDER BY u.id`, owner, scope.Of(), scope.Attached)
 	if err != nil {
 		return nil, fmt.Errorf("pending sessions: %w", err)
 	}

@@ -60,7 +60,7 @@ func TestStartSessionRosterKickoffAndOneActivePerThread(t *testing.T) {
 	if !errors.Is(err, master.ErrSessionActive) {
 		t.Errorf("second StartSession in the thread: got %v, want ErrSessionActive", err)
 	}
-	msgs, err := w.store.ClaimOutbox(w.ctx, "p1", 10, time.Minute)
+	msgs, err := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p1", 10, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestFanInPendingAndGuards(t *testing.T) {
 	s := w.startSession()
 	turn, _ := w.record(s, "m1")
 	pending := func() bool {
-		ids, err := w.store.PendingSessions(w.ctx, "p1")
+		ids, err := w.store.PendingSessions(w.ctx, master.Scope{}, "p1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestOutboxOrderRetryAndSent(t *testing.T) {
 	if err := w.store.Finish(w.ctx, g, master.Finish{Kind: master.OutReply, State: master.TurnDone, Parts: []string{"one", "two"}}); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := w.store.ClaimOutbox(w.ctx, "p1", 10, time.Minute)
+	msgs, err := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p1", 10, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,18 +200,18 @@ func TestOutboxOrderRetryAndSent(t *testing.T) {
 	if msgs[1].Nonce == msgs[2].Nonce || len(msgs[1].Nonce) > 25 {
 		t.Errorf("nonces %q %q: want distinct, at most 25 characters", msgs[1].Nonce, msgs[2].Nonce)
 	}
-	if again, _ := w.store.ClaimOutbox(w.ctx, "p2", 10, time.Minute); len(again) != 0 {
+	if again, _ := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p2", 10, time.Minute); len(again) != 0 {
 		t.Errorf("claimed leased messages again: %+v", again)
 	}
 	w.store.MarkSent(w.ctx, msgs[0].ID, "d0")
 	// Part one fails for now: part two must not overtake it.
 	w.store.MarkUnsent(w.ctx, msgs[1].ID, "503", time.Hour, false)
 	w.pool.Exec(w.ctx, `UPDATE outbox SET lease_until = NULL WHERE id = $1`, msgs[2].ID)
-	if again, _ := w.store.ClaimOutbox(w.ctx, "p2", 10, time.Minute); len(again) != 0 {
+	if again, _ := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p2", 10, time.Minute); len(again) != 0 {
 		t.Errorf("claimed %+v while an earlier part waits for its retry", again)
 	}
 	w.pool.Exec(w.ctx, `UPDATE outbox SET lease_until = NULL WHERE id = $1`, msgs[1].ID)
-	retry, _ := w.store.ClaimOutbox(w.ctx, "p2", 10, time.Minute)
+	retry, _ := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p2", 10, time.Minute)
 	if len(retry) != 2 || retry[0].ID != msgs[1].ID || retry[0].Attempts != 1 {
 		t.Fatalf("retry claim = %+v, want parts one (attempt 1) and two", retry)
 	}

@@ -33,7 +33,7 @@ type fakeStore struct {
 
 var _ Store = (*fakeStore)(nil)
 
-func (f *fakeStore) ClaimTasks(ctx context.Context, workerID string, n int, lease time.Duration) ([]master.Task, error) {
+func (f *fakeStore) ClaimTasks(ctx context.Context, _ master.Scope, workerID string, n int, lease time.Duration) ([]master.Task, error) {
 	if f.ClaimTasksFunc == nil {
 		return nil, nil
 	}

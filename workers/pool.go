@@ -25,8 +25,9 @@ import (
 // it). Every method that acts on one task is guarded by its attempt and
 // returns master.ErrStale when the task is no longer running under it.
 type Store interface {
-	// ClaimTasks leases up to n claimable tasks to workerID for lease.
-	ClaimTasks(ctx context.Context, workerID string, n int, lease time.Duration) ([]master.Task, error)
+	// ClaimTasks leases up to n claimable tasks of scope's sessions to
+	// workerID for lease.
+	ClaimTasks(ctx context.Context, scope master.Scope, workerID string, n int, lease time.Duration) ([]master.Task, error)
 	// ExtendLeases extends the leases of the running tasks of refs to
 	// now+lease, in one statement that never waits on a row, and returns
 	// the ids of those no longer running under their attempt.
@@ -96,6 +97,9 @@ type Config struct {
 	// ID names this worker process in the task rows; default
 	// hostname-pid-random.
 	ID string
+	// Scope is the sessions whose tasks the pool runs: a chat's pool
+	// runs its own teams' only, with its own model and tools.
+	Scope master.Scope
 	// Slots is how many tasks run at once; a claim asks for at most the
 	// free ones.
 	Slots int
@@ -322,7 +326,7 @@ func (p *Pool) claim(ctx context.Context) ([]*running, error) {
 		return nil, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	tasks, err := p.store.ClaimTasks(cctx, p.cfg.ID, free, p.cfg.Lease)
+	tasks, err := p.store.ClaimTasks(cctx, p.cfg.Scope, p.cfg.ID, free, p.cfg.Lease)
 	cancel()
 	if err != nil {
 		return nil, err

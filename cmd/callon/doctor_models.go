@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -92,65 +89,13 @@ func modelUses(cfg config.Config) []modelUse {
 	return out
 }
 
-// providerURL is the base URL of a provider ("" for OPENAI_BASE_URL's).
-func providerURL(cfg config.Config, provider string) (base, variable string) {
-	for _, p := range cfg.Providers {
-		if p.Name == provider {
-			return p.BaseURL, "the provider " + provider + " (CALLON_PROVIDERS or the roles file's providers)"
-		}
+// configuredModels are the models callon doctor and the bot at start
+// check: every model of the configuration, each named by the first
+// setting that names it.
+func configuredModels(cfg config.Config) []llm.Need {
+	var out []llm.Need
+	for _, u := range modelUses(cfg) {
+		out = append(out, llm.Need{Model: u.model, Setting: u.from[0]})
 	}
-	return cfg.OpenAIBaseURL, "OPENAI_BASE_URL"
-}
-
-// serverFinding says whether a provider answered its list of models.
-func serverFinding(cfg config.Config, provider string, ids []string, err error) finding {
-	base, variable := providerURL(cfg, provider)
-	subject := "model server " + displayURL(base)
-	key := "OPENAI_API_KEY"
-	if provider != "" {
-		key = "CALLON_PROVIDER_" + strings.ToUpper(strings.ReplaceAll(provider, "-", "_")) + "_API_KEY"
-	}
-	var se *llm.StatusError
-	switch {
-	case err == nil:
-		return ok(subject, "answers; lists %s", plural(len(ids), "model"))
-	case errors.As(err, &se) && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden):
-		return fail(subject, fmt.Sprintf("rejects the API key (HTTP %d)", se.Status), "set "+key+" to a key this server accepts")
-	case errors.As(err, &se) && se.Status == http.StatusNotFound:
-		return fail(subject, "has no list of models at this address (HTTP 404)",
-			"check "+variable+": it ends in /v1 for OpenAI, Ollama, vLLM and OpenRouter")
-	case errors.As(err, &se):
-		return fail(subject, err.Error(), "")
-	}
-	return fail(subject, "cannot reach it: "+err.Error(),
-		"is the server running (Ollama: ollama serve)? Set "+variable+" to its address, such as http://localhost:11434/v1")
-}
-
-// missingModelFix says how to get a model the server does not list.
-func missingModelFix(cfg config.Config, provider, name, variable string, listed []string) string {
-	base, _ := providerURL(cfg, provider)
-	fix := ""
-	if strings.Contains(base, ":11434") || strings.Contains(strings.ToLower(base), "ollama") {
-		fix = "pull it (ollama pull " + name + "), or "
-	}
-	if strings.HasPrefix(variable, "role ") {
-		fix += "give " + variable + " a model"
-	} else {
-		fix += "set " + variable + " to a model"
-	}
-	if len(listed) > 10 {
-		listed = append(listed[:10:10], "…")
-	}
-	return fix + " the server lists: " + strings.Join(listed, ", ")
-}
-
-// displayURL is a base URL without what may be secret in it: its user
-// and password and its query.
-func displayURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(an unparseable URL)"
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
+	return out
 }

@@ -122,7 +122,7 @@ func TestDoctorAllGood(t *testing.T) {
 	mustLine(t, out, "✓", "Public Bot", "off")
 	mustLine(t, out, "✓", "server G", "the bot has the permissions")
 	mustLine(t, out, "✓", "#general (G)", "the bot has the permissions")
-	mustLine(t, out, "✓", "model server "+w.ai.URL(), "2 models")
+	mustLine(t, out, "✓", "model server "+w.ai.URL(), "answers")
 	mustLine(t, out, "✓", "model gpt-4o (CALLON_MASTER_MODEL", "listed")
 	mustLine(t, out, "✓", "model gpt-4o-mini (CALLON_WORKER_MODEL", "listed")
 	mustLine(t, out, "✓", "tool calls of gpt-4o", "called a test tool (native)")
@@ -227,7 +227,7 @@ func TestDoctorUnreachableModel(t *testing.T) {
 		t.Fatalf("doctor with an unreachable model server succeeded:\n%s", out)
 	}
 	mustLine(t, out, "✗", "model server "+closed, "cannot reach", "OPENAI_BASE_URL")
-	mustLine(t, out, "–", "model gpt-4o (", "does not answer")
+	mustLine(t, out, "–", "model gpt-4o (", "its server does not answer")
 }
 
 func TestDoctorMissingModel(t *testing.T) {
@@ -237,7 +237,7 @@ func TestDoctorMissingModel(t *testing.T) {
 	if err == nil {
 		t.Fatalf("doctor with a missing model succeeded:\n%s", out)
 	}
-	mustLine(t, out, "✗", "model gpt-4o-mini (CALLON_WORKER_MODEL", "not among", "set CALLON_WORKER_MODEL", "gpt-4o, llama3.1")
+	mustLine(t, out, "✗", "model gpt-4o-mini (CALLON_WORKER_MODEL)", `does not list "gpt-4o-mini"`, "set CALLON_WORKER_MODEL", "gpt-4o, llama3.1")
 	mustLine(t, out, "✓", "model gpt-4o (CALLON_MASTER_MODEL")
 }
 

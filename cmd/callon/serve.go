@@ -7,8 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -117,6 +117,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	// Every process may purge; one at a time does (an advisory lock).
 	retention := master.NewRetention(master.RetentionConfig{Keep: cfg.Caps.Retention}, st, log)
 	g.Go(func() error { return retention.Run(ctx) })
+	// Every process may put idle teams to sleep; the claim skips rows
+	// another one is changing.
+	dormancy := master.NewDormancy(master.DormancyConfig{Idle: cfg.Caps.SessionIdle}, st, log)
+	g.Go(func() error { return dormancy.Run(ctx) })
 	wake := func() <-chan string {
 		ch, _ := listener.Subscribe()
 		return ch
@@ -218,37 +222,55 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	return err
 }
 
-// checkModels checks that each model provider answers and lists the
-// models callon is configured to use: the master's, the workers', those
-// roles may name and the roles file's. callon doctor, the bot at start and
-// callon chat run it.
+// modelNeeds are the models a chat calls: the master's and the
+// workers' defaults.
+func modelNeeds(cfg config.Config) []llm.Need {
+	return []llm.Need{{Model: cfg.MasterModel, Setting: "CALLON_MASTER_MODEL"}, {Model: cfg.WorkerModel, Setting: "CALLON_WORKER_MODEL"}}
+}
+
+// checkModels is llm.Router.Check of every model the configuration
+// names (configuredModels) as findings: callon doctor prints them, the
+// bot logs them at start (only warnings there: it serves Discord whatever
+// its models do; a chat fails instead, checkChatModels).
 func checkModels(ctx context.Context, model *llm.Router, cfg config.Config) []finding {
-	type listing struct {
-		ids []string
-		err error
-	}
-	lists := map[string]*listing{} // by provider
+	ctx, cancel := context.WithTimeout(ctx, modelCheckTimeout)
+	defer cancel()
 	var out []finding
-	for _, u := range modelUses(cfg) {
-		provider, name := model.Provider(u.model)
-		l := lists[provider]
-		if l == nil {
-			ids, err := model.ListModels(ctx, u.model)
-			l = &listing{ids, err}
-			lists[provider] = l
-			out = append(out, serverFinding(cfg, provider, ids, err))
-		}
-		subject := "model " + u.model + " (" + strings.Join(u.from, ", ") + ")"
+	for _, f := range model.Check(ctx, configuredModels(cfg)) {
+		subject := strings.TrimPrefix(f.Subject, "the ")
 		switch {
-		case l.err != nil:
-			out = append(out, skip(subject, "not checked: its server does not answer"))
-		case len(l.ids) == 0:
-			out = append(out, warn(subject, "the server lists no models: cannot tell whether it serves this one", ""))
-		case slices.Contains(l.ids, name):
-			out = append(out, ok(subject, "listed by the server"))
+		case errors.Is(f.Err, llm.ErrNotChecked):
+			out = append(out, skip(subject, f.Err.Error()))
+		case f.Err != nil:
+			out = append(out, fail(subject, f.Err.Error(), ""))
+		case f.Note != "":
+			out = append(out, warn(subject, f.Note, ""))
+		case strings.HasPrefix(subject, "model server "):
+			out = append(out, ok(subject, "answers"))
 		default:
-			out = append(out, fail(subject, "not among the models the server lists", missingModelFix(cfg, provider, name, u.from[0], l.ids)))
+			out = append(out, ok(subject, "listed by the server"))
 		}
 	}
 	return out
+}
+
+// modelCheckTimeout bounds the start-up check of the model servers.
+const modelCheckTimeout = 10 * time.Second
+
+// checkChatModels returns an error naming every problem llm.Router.Check
+// finds: a chat has nothing to do without its models, so it stops in
+// seconds instead of retrying each message for minutes.
+func checkChatModels(ctx context.Context, model *llm.Router, cfg config.Config) error {
+	ctx, cancel := context.WithTimeout(ctx, modelCheckTimeout)
+	defer cancel()
+	var problems []string
+	for _, f := range model.Check(ctx, modelNeeds(cfg)) {
+		if f.Err != nil && !errors.Is(f.Err, llm.ErrNotChecked) {
+			problems = append(problems, "  "+f.Err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("the team's models are not ready:\n%s", strings.Join(problems, "\n"))
+	}
+	return nil
 }
