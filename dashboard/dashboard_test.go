@@ -87,7 +87,7 @@ func (w *world) team(guild, goal string, out master.Outcome) master.Session {
 		[]master.NewTask{{Role: "writer", Instruction: "write " + goal}}, master.Usage{}); err != nil {
 		w.t.Fatal(err)
 	}
-	tasks, err := w.st.ClaimTasks(w.ctx, "w1", 1, time.Minute)
+	tasks, err := w.st.ClaimTasks(w.ctx, master.Scope{}, "w1", 1, time.Minute)
 	if err != nil || len(tasks) != 1 {
 		w.t.Fatalf("ClaimTasks = %v, %v", tasks, err)
 	}
