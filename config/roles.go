@@ -59,13 +59,18 @@ type rolesFileYAML struct {
 	MCPServers map[string]mcpServerYAML `yaml:"mcp_servers"`
 	Roles      []roleYAML               `yaml:"roles"`
 	Guilds     map[string]guildYAML     `yaml:"guilds"`
+	// OutboundAllow: hosts fetch_url may reach without a person's
+	// approval even for a role that also reads private data.
+	OutboundAllow []string `yaml:"outbound_allow"`
 }
 
 type guildYAML struct {
 	Roles       []roleYAML             `yaml:"roles"`
 	Channels    map[string]channelYAML `yaml:"channels"`
 	TrustedBots []string               `yaml:"trusted_bots"`
-	Line        int                    `yaml:"-"`
+	// FetchAllow: private hosts fetch_url may reach for this guild only.
+	FetchAllow []string `yaml:"fetch_allow"`
+	Line       int      `yaml:"-"`
 }
 
 type channelYAML struct {
@@ -99,6 +104,12 @@ type RolesFile struct {
 	Providers []Provider
 	// TrustedBots are the bots callon listens to in a guild, by guild id.
 	TrustedBots map[string][]string
+	// FetchAllow are the private hosts fetch_url may reach for one guild
+	// only, by guild id (CALLON_FETCH_ALLOW's are every guild's).
+	FetchAllow map[string][]string
+	// OutboundAllow are the hosts fetch_url may reach without approval
+	// even for a role that also reads private data.
+	OutboundAllow []string
 }
 
 // loadRolesFile reads and parses the roles file at path, expanding
@@ -214,9 +225,20 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 			d.addf(g.Line, "guilds", "%q is not a numeric Discord id (quote ids: \"123…\")", gid)
 			continue
 		}
-		if g.Roles == nil && len(g.Channels) == 0 && len(g.TrustedBots) == 0 {
-			d.addf(g.Line, "guild "+gid, "no roles and no channels (nor trusted_bots)")
+		if g.Roles == nil && len(g.Channels) == 0 && len(g.TrustedBots) == 0 && len(g.FetchAllow) == 0 {
+			d.addf(g.Line, "guild "+gid, "no roles and no channels (nor trusted_bots, nor fetch_allow)")
 			continue
+		}
+		if len(g.FetchAllow) > 0 {
+			hosts, err := checkHosts(g.FetchAllow)
+			if err != nil {
+				d.addf(g.Line, "guild "+gid, "fetch_allow: %v", err)
+			} else {
+				if rf.FetchAllow == nil {
+					rf.FetchAllow = map[string][]string{}
+				}
+				rf.FetchAllow[gid] = hosts
+			}
 		}
 		for _, id := range g.TrustedBots {
 			if !isSnowflake(id) {
@@ -240,9 +262,14 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 			add(gid, cid, c.Roles, c.Line)
 		}
 	}
+	if hosts, err := checkHosts(doc.OutboundAllow); err != nil {
+		d.addf(lineOf(root, "outbound_allow"), "outbound_allow", "%v", err)
+	} else {
+		rf.OutboundAllow = hosts
+	}
 	// A file may declare only MCP servers or providers, for roles set by
 	// command; a file that declares nothing is a mistake.
-	if len(d.problems) == 0 && len(rf.Rosters) == 0 && len(rf.MCPServers) == 0 && len(rf.Providers) == 0 && len(rf.TrustedBots) == 0 {
+	if len(d.problems) == 0 && len(rf.Rosters) == 0 && len(rf.MCPServers) == 0 && len(rf.Providers) == 0 && len(rf.TrustedBots) == 0 && len(rf.FetchAllow) == 0 {
 		d.addf(0, "", "defines no roles: give a default `roles:` list or `guilds:` (or `mcp_servers:` for roles set by command)")
 	}
 	if len(d.problems) > 0 {

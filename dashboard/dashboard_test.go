@@ -84,7 +84,7 @@ func (w *world) team(guild, goal string, out master.Outcome) master.Session {
 		w.t.Fatal(err)
 	}
 	if _, err := w.st.Delegate(w.ctx, master.Guard{SessionID: s.ID, TurnID: turn.ID, Owner: "p1"},
-		[]master.NewTask{{Role: "writer", Instruction: "write " + goal}}, master.Usage{}); err != nil {
+		[]master.NewTask{{Role: "writer", Instruction: "write " + goal}}); err != nil {
 		w.t.Fatal(err)
 	}
 	tasks, err := w.st.ClaimTasks(w.ctx, master.Scope{}, "w1", 1, time.Minute)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,7 +79,11 @@ type Approval struct {
 	Seq       int
 	Role      string
 	Tool      string // as the model called it
-	Args      string // shortened
+	Args      string // as the model wrote them, in full
+	// Approvers are the Discord role ids whose members alone decide (the
+	// operator's approvers of the tool's server); none: the team's owner
+	// and members who can manage threads.
+	Approvers []string
 	State     ApprovalState
 	DecidedBy string // Discord user id; "" unless approved or denied
 	DecidedAt time.Time
@@ -92,12 +97,6 @@ type Approval struct {
 const (
 	ApprovePrefix = "approve:"
 	DenyPrefix    = "deny:"
-)
-
-// Bounds of a call's arguments as people see them.
-const (
-	maxApprovalArgs = 600 // in an approval request
-	maxSignalArgs   = 160 // in a TOOL signal
 )
 
 // ApprovalButtons are the buttons of approval request id.
@@ -125,34 +124,13 @@ func ShortArgs(args string, max int) string {
 
 // codeSpan shows s as inline code, on one line: backticks inside it
 // would end the span, so they become look-alikes. Nothing in a code span
-// renders as a mention.
+// renders as Markdown or a mention.
 func codeSpan(s string) string {
-	s = strings.ReplaceAll(s, "`", "ˋ")
+	s = strings.ReplaceAll(oneLine(s, MaxMessageLen), "`", "ˋ")
 	if strings.TrimSpace(s) == "" {
 		return "`{}`"
 	}
 	return "`" + s + "`"
-}
-
-// ApprovalText is what an approval request's message says: who asks to
-// call what with which arguments, and, once decided, the outcome.
-func ApprovalText(a Approval) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "🔐 **%s** asks to call **%s** with %s\n", a.Role, ToolLabel(a.Tool), codeSpan(ShortArgs(a.Args, maxApprovalArgs)))
-	switch a.State {
-	case ApprovalApproved:
-		fmt.Fprintf(&b, "✅ Approved by <@%s> <t:%d:R>: the call is made.", a.DecidedBy, a.DecidedAt.Unix())
-	case ApprovalDenied:
-		fmt.Fprintf(&b, "⛔ Denied by <@%s> <t:%d:R>: the call is not made.", a.DecidedBy, a.DecidedAt.Unix())
-	case ApprovalExpired:
-		b.WriteString("⌛ Nobody decided in time, so it counts as denied: the call is not made.")
-	case ApprovalCancelled:
-		b.WriteString("⏹️ No longer needed: the task ended first.")
-	default:
-		fmt.Fprintf(&b, "The task waits. The member who started the team, or a member who can manage threads, can approve or deny it; "+
-			"undecided <t:%d:R>, it counts as denied.", a.ExpiresAt.Unix())
-	}
-	return Truncate(b.String(), MaxMessageLen)
 }
 
 // Denial is the result a model reads for a call that was not approved.
@@ -197,10 +175,35 @@ func NewApprovals(store ApprovalStore, logger *slog.Logger) *Approvals {
 // NotDecider is what a member reads who may not decide on a request.
 const NotDecider = "Only the member who started this team, or members who can manage threads, can approve or deny its calls."
 
+// NotApprover is what a member reads who may not decide on a call whose
+// server names approvers.
+const NotApprover = "Calls of this tool are decided by the members the operator named as its approvers, and never by the person who started the team."
+
+// MayDecide reports whether actor may decide on request ap of team s: with
+// approvers named on it (the operator's, as its message says), a member
+// holding one of those Discord roles who is not the team's owner (nobody
+// approves their own team's calls); otherwise the team's owner or a
+// member who can manage threads. Bots never decide.
+func MayDecide(s Session, ap Approval, actor Actor) bool {
+	roles := ap.Approvers
+	if len(roles) == 0 {
+		return actor.MayManage(s)
+	}
+	if actor.Bot || actor.UserID == s.OwnerID {
+		return false
+	}
+	for _, r := range actor.Roles {
+		if slices.Contains(roles, r) {
+			return true
+		}
+	}
+	return false
+}
+
 // Decide records actor's decision on request id: approve, or deny. It
 // returns the request as it now stands, already decided by someone else
-// included. An *Error with ENotAllowed when actor may not decide: the
-// team's owner and members who can manage threads may.
+// included. An *Error with ENotAllowed when actor may not decide (see
+// MayDecide).
 func (a *Approvals) Decide(ctx context.Context, id int64, approve bool, actor Actor) (Approval, error) {
 	return a.DecideIn(ctx, 0, id, approve, actor)
 }
@@ -219,7 +222,10 @@ func (a *Approvals) DecideIn(ctx context.Context, sessionID, id int64, approve b
 	if err != nil {
 		return ap, fmt.Errorf("decide: %w", err)
 	}
-	if !actor.MayManage(s) {
+	if !MayDecide(s, ap, actor) {
+		if len(ap.Approvers) > 0 {
+			return ap, Errorf(ENotAllowed, NotApprover)
+		}
 		return ap, Errorf(ENotAllowed, NotDecider)
 	}
 	if ap.State != ApprovalPending {

@@ -260,9 +260,10 @@ type Signal struct {
 // TaskInput is everything a worker may see for one task: never the
 // Discord thread, never the other roles' prompts.
 type TaskInput struct {
-	Goal string // the session's goal
-	Role Role   // the task's role, with its prompt and model
-	Deps []Task // the tasks this one depends on, with their results
+	Goal    string // the session's goal
+	GuildID string // the session's guild: its tools are what it was granted
+	Role    Role   // the task's role, with its prompt and model
+	Deps    []Task // the tasks this one depends on, with their results
 	// Team is the other roles a worker may hand off to: names and
 	// descriptions only, never their prompts.
 	Team []Role

@@ -26,6 +26,9 @@ type BudgetError struct {
 	Guild bool  // the guild's daily budget; else the team's
 	Limit int64 // the budget, in tokens
 	Used  int64 // what was used of it
+	// Held is what model calls in flight hold of it (their worst case,
+	// until each settles).
+	Held int64
 }
 
 func (e *BudgetError) Error() string {
@@ -33,8 +36,16 @@ func (e *BudgetError) Error() string {
 	if e.Guild {
 		scope = "guild daily"
 	}
+	if e.Held > 0 {
+		return fmt.Sprintf("%s budget of %d tokens spent (%d used, %d held by calls in flight)", scope, e.Limit, e.Used, e.Held)
+	}
 	return fmt.Sprintf("%s budget of %d tokens spent (%d used)", scope, e.Limit, e.Used)
 }
+
+// Busy reports whether only the holds of calls in flight stood in the
+// way: what was used is still under the budget (the holds that refused a
+// call may have settled since, for less than they held).
+func (e *BudgetError) Busy() bool { return e.Used < e.Limit }
 
 // Is makes a BudgetError match ErrBudget.
 func (e *BudgetError) Is(target error) bool { return target == ErrBudget }

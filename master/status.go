@@ -229,7 +229,7 @@ func activity(calls map[int64]ToolActivity, t Task) string {
 	if !ok || (t.State != TaskRunning && t.State != TaskApproval) {
 		return ""
 	}
-	return " · " + ToolLabel(c.Tool) + argsText(c.Args)
+	return " · " + ToolName(c.Tool) + argsText(c.Args)
 }
 
 func currentRound(ts TurnStatus) []Task {

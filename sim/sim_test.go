@@ -299,7 +299,7 @@ func (s *sequence) pause(t master.Task) {
 	if err != nil {
 		s.fatalf("PlanToolCalls: %v", err)
 	}
-	if _, err := s.st.PauseForApproval(s.ctx, t.ID, t.Attempt, recs[0].Seq, time.Hour, master.Usage{PromptTokens: 1}); err != nil {
+	if _, err := s.st.PauseForApproval(s.ctx, t.ID, t.Attempt, recs[0].Seq, time.Hour, nil); err != nil {
 		s.fatalf("PauseForApproval: %v", err)
 	}
 }

@@ -158,7 +158,7 @@ func TestFilesHandedToTasksAndKeptByAHandoff(t *testing.T) {
 	}
 	foreign := w.attachments(other.ID)[0].ID
 	g := master.Guard{SessionID: s.ID, TurnID: turn.ID, Owner: "p1"}
-	ids, err := w.store.Delegate(w.ctx, g, []master.NewTask{{Role: "researcher", Instruction: "read it", Attachments: []int64{a.ID, foreign}}}, master.Usage{})
+	ids, err := w.store.Delegate(w.ctx, g, []master.NewTask{{Role: "researcher", Instruction: "read it", Attachments: []int64{a.ID, foreign}}})
 	if err != nil {
 		t.Fatal(err)
 	}

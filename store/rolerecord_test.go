@@ -20,13 +20,24 @@ func (w *world) sessionIn(guild, channel string) master.Session {
 	return s
 }
 
-// ended runs one task of role in session to the outcome, in order.
+// ended runs one task of role in session to the outcome, in order; its
+// model calls' usage (out.Usage) is charged to it as calls are, when
+// they return.
 func (w *world) ended(s master.Session, role string, out master.Outcome) int64 {
 	w.t.Helper()
 	_, ids := w.enqueue(s.ID, task(role, "do it"))
 	got := w.claim("w1", 1)
 	if len(got) != 1 || got[0].ID != ids[0] {
 		w.t.Fatalf("claimed %+v, want task %d", got, ids[0])
+	}
+	if out.Usage.Total() > 0 {
+		held, err := w.store.HoldSpend(w.ctx, master.Hold{SessionID: s.ID, TaskID: ids[0], Model: "m", PromptTokens: out.Usage.Total(), Owner: "w1"})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		if err := w.store.SettleSpend(w.ctx, held.ID, out.Usage); err != nil {
+			w.t.Fatal(err)
+		}
 	}
 	if _, err := w.store.CompleteTask(w.ctx, got[0].ID, got[0].Attempt, out); err != nil {
 		w.t.Fatal(err)

@@ -148,7 +148,7 @@ func replaceRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mas
 
 // ReplanSession replaces an active session's roster, cancelling queued
 // tasks of the roles it drops, and queues notice for its thread.
-func (s *Store) ReplanSession(ctx context.Context, sessionID int64, roster []master.Role, notice string, usage master.Usage) ([]string, error) {
+func (s *Store) ReplanSession(ctx context.Context, sessionID int64, roster []master.Role, notice string) ([]string, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
@@ -167,9 +167,6 @@ func (s *Store) ReplanSession(ctx context.Context, sessionID int64, roster []mas
 		return nil, fmt.Errorf("replan: %w", err)
 	}
 	if err := queueNotice(ctx, tx, sessionID, master.OutNotice, threadID, notice); err != nil {
-		return nil, fmt.Errorf("replan: %w", err)
-	}
-	if err := addUsage(ctx, tx, sessionID, usage); err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
 	if err := notify(ctx, tx, sessionID); err != nil {

@@ -140,40 +140,6 @@ func session(ctx context.Context, q querier, id int64) (master.Session, error) {
 	return sess, err
 }
 
-// AddUsage charges tokens to a session.
-func (s *Store) AddUsage(ctx context.Context, sessionID int64, u master.Usage) error {
-	if err := addUsage(ctx, s.pool, sessionID, u); err != nil {
-		return fmt.Errorf("add usage: %w", err)
-	}
-	return nil
-}
-
-// addUsage charges tokens to a session, to its usage by model, and to its
-// guild's usage of the UTC day.
-func addUsage(ctx context.Context, db querier, sessionID int64, u master.Usage) error {
-	if u.Total() == 0 {
-		return nil
-	}
-	_, err := db.Exec(ctx, `
-		WITH s AS (
-			UPDATE sessions SET prompt_tokens = prompt_tokens + $2, completion_tokens = completion_tokens + $3
-			WHERE id = $1 RETURNING guild_id
-		), m AS (
-			INSERT INTO session_usage AS m (session_id, model, prompt_tokens, completion_tokens)
-			SELECT $1, $4, $2, $3 FROM s
-			ON CONFLICT (session_id, model) DO UPDATE
-			SET prompt_tokens = m.prompt_tokens + excluded.prompt_tokens,
-			    completion_tokens = m.completion_tokens + excluded.completion_tokens
-		)
-		INSERT INTO guild_usage AS g (guild_id, day, model, prompt_tokens, completion_tokens)
-		SELECT s.guild_id, `+utcToday+`, $4, $2, $3 FROM s
-		ON CONFLICT (guild_id, day, model) DO UPDATE
-		SET prompt_tokens = g.prompt_tokens + excluded.prompt_tokens,
-		    completion_tokens = g.completion_tokens + excluded.completion_tokens`,
-		sessionID, u.PromptTokens, u.CompletionTokens, u.Model)
-	return err
-}
-
 // ThreadSessions lists the ids of every session a thread has had, oldest
 // first (a thread has at most one active session at a time).
 func (s *Store) ThreadSessions(ctx context.Context, threadID string) ([]int64, error) {

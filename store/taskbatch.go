@@ -72,16 +72,14 @@ func (s *Store) CompleteTasks(ctx context.Context, cs []master.Completion) []err
 // attempt.
 func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx []int) (map[int64]bool, error) {
 	type row struct {
-		ID         int64           `json:"id"`
-		Attempt    int             `json:"attempt"`
-		State      string          `json:"state"`
-		Result     string          `json:"result"`
-		Error      string          `json:"error"`
-		Question   string          `json:"question"`
-		Prompt     int64           `json:"pt"`
-		Completion int64           `json:"ct"`
-		Kind       string          `json:"kind"`
-		Payload    json.RawMessage `json:"payload"`
+		ID       int64           `json:"id"`
+		Attempt  int             `json:"attempt"`
+		State    string          `json:"state"`
+		Result   string          `json:"result"`
+		Error    string          `json:"error"`
+		Question string          `json:"question"`
+		Kind     string          `json:"kind"`
+		Payload  json.RawMessage `json:"payload"`
 	}
 	rows := make([]row, 0, len(idx))
 	for _, i := range idx {
@@ -92,7 +90,6 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 		}
 		rows = append(rows, row{ID: c.Task.ID, Attempt: c.Task.Attempt, State: string(c.Outcome.State),
 			Result: c.Outcome.Result, Error: c.Outcome.Error, Question: c.Outcome.Question,
-			Prompt: c.Outcome.Usage.PromptTokens, Completion: c.Outcome.Usage.CompletionTokens,
 			Kind: string(kind), Payload: payload})
 	}
 	input, err := marshalJSON(rows)
@@ -110,7 +107,7 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 	res, err := tx.Query(ctx, `
 		WITH input AS (
 			SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt int, state text, result text,
-				error text, question text, pt bigint, ct bigint, kind text, payload jsonb)
+				error text, question text, kind text, payload jsonb)
 		), locked AS (
 			SELECT t.id FROM tasks t JOIN input i ON i.id = t.id
 			WHERE t.state = 'running' AND t.attempt = i.attempt
@@ -122,7 +119,6 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 			    qa = CASE WHEN i.state = 'need_info'
 			              THEN t.qa || jsonb_build_array(jsonb_build_object('q', i.question, 'a', ''))
 			              ELSE t.qa END,
-			    prompt_tokens = t.prompt_tokens + i.pt, completion_tokens = t.completion_tokens + i.ct,
 			    lease_until = NULL, ended_at = now(), updated_at = now()
 			FROM locked l JOIN input i ON i.id = l.id
 			WHERE t.id = l.id AND t.state = 'running' AND t.attempt = i.attempt
@@ -136,11 +132,10 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 		return nil, fmt.Errorf("complete tasks: %w", err)
 	}
 	written := make(map[int64]bool, len(idx))
-	session := make(map[int64]int64, len(idx))
 	var sessions []int64
 	var id, sid int64
 	if _, err := pgx.ForEachRow(res, []any{&id, &sid}, func() error {
-		written[id], session[id] = true, sid
+		written[id] = true
 		sessions = append(sessions, sid)
 		return nil
 	}); err != nil {
@@ -154,9 +149,6 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 		c := cs[i]
 		if !written[c.Task.ID] {
 			continue
-		}
-		if err := addUsage(ctx, tx, session[c.Task.ID], c.Outcome.Usage); err != nil {
-			return nil, fmt.Errorf("complete tasks: add usage: %w", err)
 		}
 		if c.Outcome.State != master.TaskDone {
 			roots = append(roots, c.Task.ID)

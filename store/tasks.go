@@ -280,7 +280,7 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput, error) {
 	var in master.TaskInput
 	b := &pgx.Batch{}
-	b.Queue(`SELECT goal FROM sessions WHERE id = $1`, t.SessionID)
+	b.Queue(`SELECT goal, guild_id FROM sessions WHERE id = $1`, t.SessionID)
 	b.Queue(`SELECT `+roleColumns+` FROM session_roles WHERE session_id = $1 AND name = $2`, t.SessionID, t.Role)
 	b.Queue(`SELECT name, description FROM session_roles
 		WHERE session_id = $1 AND name <> $2 ORDER BY position, name`, t.SessionID, t.Role)
@@ -294,7 +294,7 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 	b.Queue(toolCallsSQL, t.ID)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	if err := br.QueryRow().Scan(&in.Goal); err != nil {
+	if err := br.QueryRow().Scan(&in.Goal, &in.GuildID); err != nil {
 		return in, fmt.Errorf("task input: session: %w", err)
 	}
 	rows, err := br.Query()

@@ -54,8 +54,9 @@ func turnSortKey(messageID string) int64 {
 // is never answered, and never picked up again. So is one that a refuses:
 // its session already has a.MaxOpen turns queued or running, or its
 // author started a.PerMinute turns in the guild within the last minute.
-// Those counts are taken under a lock per session, so messages recorded
-// at once cannot exceed them together. The first refused turn since the
+// Those counts are taken under a lock per session and one per author in
+// the guild, so messages recorded at once, in one thread or several,
+// cannot exceed them together. The first refused turn since the
 // session's last admitted one queues the notice a gives for its reason.
 //
 // The message's files (t.Attachments) are recorded with the turn, in the
@@ -139,7 +140,11 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 // admit decides, under the session's lock, whether a message is queued or
 // refused by a's limits, and with which notice.
 func admit(ctx context.Context, tx pgx.Tx, t master.Turn, a master.Admission) (master.TurnState, string, error) {
-	if err := lockSessionTurns(ctx, tx, t.SessionID); err != nil {
+	author := ""
+	if a.PerMinute > 0 {
+		author = t.AuthorID
+	}
+	if err := lockAdmission(ctx, tx, t.SessionID, t.GuildID, author); err != nil {
 		return "", "", err
 	}
 	var open, recent int
@@ -201,8 +206,19 @@ func botTurns(ctx context.Context, tx pgx.Tx, guildID, botID string) (int, error
 // lockSessionTurns serialises, until tx ends, the admission of a
 // session's messages.
 func lockSessionTurns(ctx context.Context, tx pgx.Tx, sessionID int64) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('turns/' || $1::bigint, 0))`, sessionID); err != nil {
-		return fmt.Errorf("lock session: %w", err)
+	return lockAdmission(ctx, tx, sessionID, "", "")
+}
+
+// lockAdmission serialises, until tx ends, the admission of a session's
+// messages and, with an author, of that author's messages in the guild
+// (whatever their thread), in one statement: the session's lock first,
+// then the author's, always in that order (and the bot's lock, when
+// taken, after both: no cycle).
+func lockAdmission(ctx context.Context, tx pgx.Tx, sessionID int64, guildID, author string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('turns/' || $1::bigint, 0)),
+		CASE WHEN $3 <> '' THEN pg_advisory_xact_lock(hashtextextended('author/' || $2 || '/' || $3, 0)) END`,
+		sessionID, guildID, author); err != nil {
+		return fmt.Errorf("lock admission: %w", err)
 	}
 	return nil
 }
@@ -443,9 +459,6 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 	if _, err := tx.Exec(ctx, `UPDATE turns SET state = $2, updated_at = now() WHERE id = $1`, turn.ID, f.State); err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
-	if err := addUsage(ctx, tx, g.SessionID, f.Usage); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
 	if err := notify(ctx, tx, g.SessionID); err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
@@ -483,7 +496,7 @@ func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind maste
 
 // Delegate enqueues the next round of a guarded turn and advances the
 // turn to it, in one transaction with one wake.
-func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.NewTask, usage master.Usage) ([]int64, error) {
+func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.NewTask) ([]int64, error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
@@ -499,9 +512,6 @@ func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.New
 	if _, err := tx.Exec(ctx, `UPDATE turns SET round = round + 1, updated_at = now() WHERE id = $1`, g.TurnID); err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}
-	if err := addUsage(ctx, tx, g.SessionID, usage); err != nil {
-		return nil, fmt.Errorf("delegate: %w", err)
-	}
 	if err := notify(ctx, tx, g.SessionID); err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}
@@ -513,7 +523,7 @@ func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.New
 
 // Replan replaces a guarded turn's session roster. Queued tasks of removed
 // roles are cancelled (with their dependents); finished results stay.
-func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role, usage master.Usage) ([]string, error) {
+func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role) ([]string, error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
@@ -524,9 +534,6 @@ func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role
 	}
 	removed, err := replaceRoster(ctx, tx, g.SessionID, roster)
 	if err != nil {
-		return nil, fmt.Errorf("replan: %w", err)
-	}
-	if err := addUsage(ctx, tx, g.SessionID, usage); err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
 	if err := notify(ctx, tx, g.SessionID); err != nil {
@@ -556,37 +563,6 @@ func (s *Store) FailTurn(ctx context.Context, g master.Guard, retryIn time.Durat
 	}
 	if err != nil {
 		return 0, fmt.Errorf("fail turn: %w", err)
-	}
-	return n, nil
-}
-
-// CountMasterCall counts one more master model call on the guarded turn,
-// before it is made, and returns the count; master.ErrCeiling when the
-// turn has made max calls already (the count then stays).
-func (s *Store) CountMasterCall(ctx context.Context, g master.Guard, max int) (int, error) {
-	var n int
-	var over bool
-	err := s.pool.QueryRow(ctx, `
-		WITH t AS (
-			SELECT u.id, u.master_calls FROM turns u JOIN sessions s ON s.id = u.session_id
-			WHERE u.id = $1 AND u.session_id = $2 AND u.state = 'running'
-			  AND s.state = 'active' AND s.master_owner = $3
-		), counted AS (
-			UPDATE turns u SET master_calls = u.master_calls + 1
-			FROM t WHERE u.id = t.id AND t.master_calls < $4
-			RETURNING u.master_calls
-		)
-		SELECT coalesce((SELECT master_calls FROM counted), (SELECT master_calls FROM t)),
-		       NOT EXISTS (SELECT 1 FROM counted)
-		FROM t`, g.TurnID, g.SessionID, g.Owner, max).Scan(&n, &over)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("count master call on turn %d: %w", g.TurnID, master.ErrStale)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("count master call: %w", err)
-	}
-	if over {
-		return n, fmt.Errorf("turn %d made %d master calls: %w", g.TurnID, n, master.ErrCeiling)
 	}
 	return n, nil
 }

@@ -111,6 +111,12 @@ func (m *Messenger) emit(ctx context.Context, ev Event) error {
 func (m *Messenger) Send(ctx context.Context, out master.OutMessage) (string, error) {
 	id := "m" + strconv.FormatInt(out.ID, 10) + "-" + out.Nonce
 	ev := Event{Kind: Said, Out: out.Kind, Turn: out.TurnID, ID: id, Text: out.Content}
+	if out.File.Name != "" {
+		// Discord shows the file as an attachment; a terminal shows it
+		// whole (an approval's every argument, so the person sees what
+		// they decide on).
+		ev.Text += "\n\n" + out.File.Name + ":\n```\n" + strings.TrimRight(string(out.File.Data), "\n") + "\n```"
+	}
 	switch {
 	case out.Kind == master.OutApproval:
 		ev.Kind = Asked

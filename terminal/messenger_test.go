@@ -82,3 +82,24 @@ func TestModelShowsNoEscapesFromText(t *testing.T) {
 		t.Errorf("the text itself should show:\n%q", out)
 	}
 }
+
+// An approval request whose arguments were too long for its message
+// attaches them; a terminal shows them whole, in the request.
+func TestMessengerShowsAttachedArguments(t *testing.T) {
+	t.Parallel()
+	m := NewMessenger()
+	sent := make(chan error, 1)
+	go func() {
+		_, err := m.Send(context.Background(), master.OutMessage{ID: 1, Kind: master.OutApproval, SessionID: 1, Content: "ask",
+			Nonce: "n1", Buttons: master.ApprovalButtons(3),
+			File: master.File{Name: master.ArgsFileName, Data: []byte("{\n  \"path\": \"/home/callon/.ssh/authorized_keys\"\n}\n")}})
+		sent <- err
+	}()
+	ev := <-m.Events()
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ev.Text, master.ArgsFileName) || !strings.Contains(ev.Text, `"path": "/home/callon/.ssh/authorized_keys"`) {
+		t.Errorf("the request shows %q, want the attached arguments in it", ev.Text)
+	}
+}

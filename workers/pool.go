@@ -48,10 +48,10 @@ type Store interface {
 	TaskInput(ctx context.Context, t master.Task) (TaskInput, error)
 	// SweepExpired takes back the tasks whose lease expired.
 	SweepExpired(ctx context.Context) (requeued, failed int, err error)
-	// CheckSpend returns a *master.BudgetError when the session's token
-	// budget, or its guild's of the day, is spent, counting pending tokens
-	// used but not charged yet; def gives the budgets admins did not set.
-	CheckSpend(ctx context.Context, sessionID int64, pending int64, def master.Budget) error
+	// SpendStore holds each model call's worst case against the
+	// session's budgets before it is made, and settles it to what it used
+	// when it returns (see master.Meter).
+	master.SpendStore
 
 	// PlanToolCalls records the calls of one model answer before any is
 	// made, numbered after the task's earlier calls.
@@ -61,8 +61,9 @@ type Store interface {
 	// RecordToolCall records a call's result with its TOOL signal.
 	RecordToolCall(ctx context.Context, taskID int64, attempt, seq int, res master.ToolResult) error
 	// PauseForApproval pauses a running task until a person decides on
-	// its call seq, counting usage, and posts the request (once per call).
-	PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, usage master.Usage) (int64, error)
+	// its call seq, and posts the request (once per call), naming the
+	// Discord roles of its approvers, if any.
+	PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, approvers []string) (int64, error)
 }
 
 // TaskInput is everything a worker is allowed to see for one task: the
@@ -123,8 +124,11 @@ type Config struct {
 	// Model calls whose tool calls were recorded count across attempts.
 	MaxSteps int
 	// Budget is the deployment's token budgets: no model call starts for a
-	// session past one (see Store.CheckSpend).
+	// session past one (see master.Meter).
 	Budget master.Budget
+	// MaxOutput is the max_tokens of calls whose role sets none
+	// (CALLON_MAX_OUTPUT_TOKENS); master.DefaultMaxOutput when zero.
+	MaxOutput int
 	// Tools runs the tools roles may use; nil gives roles none.
 	Tools Toolbox
 	// ApprovalTimeout is how long a call that needs a person's approval
@@ -181,7 +185,7 @@ func (c Config) withDefaults() Config {
 type Pool struct {
 	cfg     Config
 	store   Store
-	llm     master.LLM
+	meter   master.Meter // the model, every call charged as it returns
 	logger  *slog.Logger
 	metrics Metrics
 
@@ -214,11 +218,12 @@ func New(cfg Config, store Store, llm master.LLM, logger *slog.Logger) *Pool {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
+	log := logger.With("component", "workers", "worker_id", cfg.ID)
 	return &Pool{
 		cfg:     cfg,
 		store:   store,
-		llm:     llm,
-		logger:  logger.With("component", "workers", "worker_id", cfg.ID),
+		meter:   master.Meter{Store: store, LLM: llm, MaxOutput: cfg.MaxOutput, Log: log},
+		logger:  log,
 		metrics: cfg.Metrics,
 		running: make(map[int64]*running),
 

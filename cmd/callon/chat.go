@@ -120,7 +120,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	}
 	defer closeTools(toolMgr, log)
 	if tools == nil {
-		tools = toolbox{m: toolMgr, log: log}
+		tools = toolbox{m: toolMgr, log: log, operator: true}
 	}
 	roleFile, rolePolicy, err := rolesConfig(cfg, catalog{m: toolMgr, servers: cfg.MCPServers})
 	if err != nil {
@@ -162,12 +162,13 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	svc := master.NewService(master.ServiceConfig{MaxQueued: cfg.Caps.MaxQueuedTurns}, st, roster)
 	pool := workers.New(workers.Config{ID: owner, Scope: scope, Slots: max(lim.WorkerSlots, 1), Lease: lim.TaskLease, Heartbeat: lim.Heartbeat(),
 		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake(),
-		Tools: tools, ApprovalTimeout: cfg.Tools.ApprovalTimeout}, st, model, log)
+		MaxOutput: lim.MaxOutput, Tools: tools, ApprovalTimeout: cfg.Tools.ApprovalTimeout}, st, model, log)
 	cmds := master.NewCommands(master.CommandsConfig{Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
-		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roster, Budget: budget}, st, model, log)
+		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roster, Budget: budget,
+		Owner: owner, MaxOutput: lim.MaxOutput}, st, model, log)
 	orch := master.NewOrchestrator(master.OrchestratorConfig{
 		Owner: owner, Scope: scope, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
-		History: lim.History, Budget: budget, Lease: lim.TaskLease, Wake: wake(), Catalog: roster,
+		History: lim.History, Budget: budget, MaxOutput: lim.MaxOutput, Lease: lim.TaskLease, Wake: wake(), Catalog: roster,
 		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls, Instructions: cfg.MasterPrompt,
 	}, st, model, log)
 	sender := master.NewOutbox(master.OutboxConfig{Owner: owner, Scope: scope, RetryFor: lim.OutboxRetryFor, Wake: wake(), Poll: 200 * time.Millisecond}, st, out, log)

@@ -112,7 +112,7 @@ func TestChatApproval(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"team › 🔐 **engineer** asks to call **ops.counter**",
+		"team › 🔐 **engineer** asks to call `ops.counter`",
 		"(answer /approve 1 or /deny 1)",
 		"✅ Approved by you",
 		"TOOL SAID: call 1 by process",

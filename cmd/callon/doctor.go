@@ -168,7 +168,11 @@ func plural(n int, word string) string {
 // variable, and its warnings.
 func checkConfig(cfg config.Config) []finding {
 	var out []finding
-	if err := cfg.Validate(config.NeedDatabase|config.NeedLLM, rolePolicyProblems(cfg)...); err != nil {
+	need := config.NeedDatabase | config.NeedLLM
+	if cfg.DiscordToken != "" {
+		need |= config.NeedDiscord // what the bot will need (chat needs no token)
+	}
+	if err := cfg.Validate(need, rolePolicyProblems(cfg)...); err != nil {
 		for _, e := range leaves(err) {
 			var fe *config.FieldError
 			if errors.As(e, &fe) {

@@ -47,6 +47,7 @@ func (w *doctorWorld) roles(tools string) {
 	yaml := fmt.Sprintf(`mcp_servers:
   local:
     command: [%q]
+    guilds: all
 guilds:
   %q:
     channels:
@@ -268,7 +269,7 @@ func TestDoctorUnknownTool(t *testing.T) {
 func TestDoctorServerThatCannotStart(t *testing.T) {
 	t.Parallel()
 	w := newDoctorWorld(t, nil, nil)
-	w.env["CALLON_ROLES_FILE"] = writeFile(t, "roles.yaml", "mcp_servers:\n  broken:\n    command: [\"/nonexistent/mcp-server\"]\n")
+	w.env["CALLON_ROLES_FILE"] = writeFile(t, "roles.yaml", "mcp_servers:\n  broken:\n    command: [\"/nonexistent/mcp-server\"]\n    guilds: all\n")
 	out, err := w.doctor()
 	if err == nil {
 		t.Fatalf("doctor with a server that cannot start succeeded:\n%s", out)
@@ -349,6 +350,7 @@ func TestStartWarnsOfServerThatCannotStart(t *testing.T) {
 	w.withRolesFile(`mcp_servers:
   broken:
     command: ["/nonexistent/mcp-server"]
+    guilds: all
 roles:
   - name: scout
     description: Looks things up

@@ -49,7 +49,7 @@ func checkRoleTools(ctx context.Context, m *tools.Manager, cfg config.Config, al
 	for i, n := range names {
 		entries[i] = n + ".*"
 	}
-	offer, err := m.Tools(ctx, entries)
+	offer, err := m.Tools(ctx, "", entries) // the operator's view: every server
 	if err != nil {
 		c.servers = append(c.servers, fail("MCP servers", err.Error(), ""))
 		return c

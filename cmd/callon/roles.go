@@ -94,8 +94,8 @@ func scopeName(r config.Roster) string {
 // lists a tool is known only once it runs (checkToolsAtStart).
 type checkedByConfig struct{}
 
-func (checkedByConfig) Check([]string) error           { return nil }
-func (checkedByConfig) Names(context.Context) []string { return nil }
+func (checkedByConfig) Check(string, []string) error           { return nil }
+func (checkedByConfig) Names(context.Context, string) []string { return nil }
 
 // roleProblems is every problem the policy finds with a role, not only
 // the first that CheckRole reports: each field is checked on its own, in

@@ -136,6 +136,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			TaskTimeout: lim.TaskTimeout,
 			WorkerModel: cfg.WorkerModel,
 			Budget:      budget,
+			MaxOutput:   lim.MaxOutput,
 			Wake:        wake(),
 			Metrics:     reg,
 			Vision:      cfg.Attachments.Vision,
@@ -159,6 +160,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		cmds := master.NewCommands(master.CommandsConfig{
 			Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 			CancelSession: cancelSession, Catalog: roles.Roster, Budget: budget, Prices: prices,
+			Owner: owner, MaxOutput: lim.MaxOutput,
 		}, st, masterModel, log)
 		limits := master.NewLimits(budget, prices, st).WithConfigTrust(svc.ConfigTrustedBots)
 		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL,
@@ -173,7 +175,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		}
 		orch := master.NewOrchestrator(master.OrchestratorConfig{
 			Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks,
-			MaxRoles: lim.MaxWorkers, History: lim.History, Budget: budget,
+			MaxRoles: lim.MaxWorkers, History: lim.History, Budget: budget, MaxOutput: lim.MaxOutput,
 			Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
 			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth, ReportCap: cfg.HandBack.ReportCap,

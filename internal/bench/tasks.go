@@ -89,7 +89,7 @@ func (tw *taskWorld) enqueue(ctx context.Context, from, n int) error {
 	for i := range tasks {
 		tasks[i] = master.NewTask{Role: roles[i%len(roles)], Instruction: "#" + strconv.Itoa(from+i) + "#"}
 	}
-	if _, err := tw.st.Delegate(ctx, tw.guard, tasks, master.Usage{}); err != nil {
+	if _, err := tw.st.Delegate(ctx, tw.guard, tasks); err != nil {
 		return err
 	}
 	tw.guard.Round++

@@ -41,24 +41,28 @@ var diceSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"sides":{"type":"integer","minimum":2,"maximum":100,"description":"sides of each die"}},"required":["dice"]}`)
 
 // Offer offers the dice to a role whose list names them.
-func (t Toolbox) Offer(_ context.Context, allowed []string) ([]master.Tool, string) {
-	if !t.Allows(allowed, ToolName) {
+func (t Toolbox) Offer(_ context.Context, guild string, allowed []string) ([]master.Tool, string) {
+	if !t.Allows(guild, allowed, ToolName) {
 		return nil, ""
 	}
 	return []master.Tool{{Name: ToolName, Description: "Roll dice (a demo tool: it touches nothing on this machine).", Parameters: diceSchema}}, ""
 }
 
 // Allows lets a role call the dice when its list names them.
-func (Toolbox) Allows(allowed []string, name string) bool {
+func (Toolbox) Allows(_ string, allowed []string, name string) bool {
 	return name == ToolName && (slices.Contains(allowed, toolEntry) || slices.Contains(allowed, "demo.*"))
 }
 
 // NeedsApproval says every roll waits for a person: the demo shows how
 // approvals work.
-func (Toolbox) NeedsApproval(name string) bool { return name == ToolName }
+func (Toolbox) NeedsApproval(_ []string, name, _ string) bool { return name == ToolName }
+
+// Approvers are none: the person at the terminal, the team's owner,
+// decides.
+func (Toolbox) Approvers(string) []string { return nil }
 
 // Call rolls the dice.
-func (t Toolbox) Call(_ context.Context, name, args string) master.ToolResult {
+func (t Toolbox) Call(_ context.Context, _, name, args string) master.ToolResult {
 	start := time.Now()
 	result := func(text string, isErr bool) master.ToolResult {
 		return master.ToolResult{Text: text, IsError: isErr, Duration: time.Since(start), Size: len(text)}
