@@ -54,6 +54,7 @@ func approvalWorld(t *testing.T, messages int, env ...string) (*world, string) {
 mcp_servers:
   ops:
     command: [%q]
+    guilds: all
     env: {MCPTEST_COUNTER_FILE: %q}
     approval: [counter]
 roles:
@@ -247,6 +248,7 @@ func TestNoRepeatedCallAfterACrash(t *testing.T) {
 mcp_servers:
   ops:
     command: [%q]
+    guilds: all
     env: {MCPTEST_COUNTER_FILE: %q}
 roles:
   - {name: engineer, description: Runs things, prompt: You run things., tools: [ops.counter]}
@@ -304,6 +306,7 @@ func TestApprovalShowsEveryArgumentToItsApprovers(t *testing.T) {
 mcp_servers:
   ops:
     command: [%q]
+    guilds: all
     approval: required
     approvers: [%q]
 roles:

@@ -230,7 +230,7 @@ func TestChatResumeShowsWaitingRequests(t *testing.T) {
 	first.waitFor(t, "callon chat --resume reopens it")
 
 	again := startChat(t, env, "--resume")
-	again.waitFor(t, "asks to call **ops.counter**")
+	again.waitFor(t, "asks to call `ops.counter`")
 	again.waitFor(t, "(answer /approve 1 or /deny 1)")
 	again.say(t, "/approve 1")
 	again.waitFor(t, "TOOL SAID: call 1 by process")

@@ -33,7 +33,7 @@ func TestChatDemo(t *testing.T) {
 	got := c.out.String()
 	for _, want := range []string{
 		"DEMO: a script built into callon plays the team's model",
-		"team › 🔐 **engineer** asks to call **demo.roll_dice**",
+		"team › 🔐 **engineer** asks to call `demo.roll_dice`",
 		"✅ Approved by you",
 		"🎲 ",
 		"**Timeline** (planner)\n- Week 1",

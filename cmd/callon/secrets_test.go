@@ -60,6 +60,7 @@ func TestSecretsReachNoSink(t *testing.T) {
 mcp_servers:
   web:
     url: "http://127.0.0.1:1/mcp?token=%s"
+    guilds: all
     headers: {Authorization: "Bearer %s"}
 roles:
   - {name: scout, description: Scouts, prompt: You scout., tools: [web.*]}

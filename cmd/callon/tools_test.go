@@ -93,8 +93,10 @@ func TestWorkersCallMCPServers(t *testing.T) {
 mcp_servers:
   local:
     command: [%q]
+    guilds: all
   remote:
     url: %q
+    guilds: all
     headers: {Authorization: "Bearer ${MCP_TOKEN}"}
 roles:
   - name: researcher
