@@ -85,13 +85,11 @@ func TestMCPOverride(t *testing.T) {
 		// directory, its servers started with npx, writing to the notes.
 		rf := env(s, "CALLON_ROLES_FILE")
 		local := filepath.Join(root, "deploy", strings.TrimPrefix(rf, "/etc/callon/"))
+		// With DISCORD_GUILD_ID set, as its comment asks, a bot may run it.
 		c := config.Load(func(k string) string {
-			if k == "CALLON_ROLES_FILE" {
-				return local
-			}
-			return ""
+			return map[string]string{"CALLON_ROLES_FILE": local, "DISCORD_TOKEN": "t", "DISCORD_GUILD_ID": "111111111111111111"}[k]
 		})
-		if err := c.Validate(0); err != nil || !strings.HasPrefix(rf, "/etc/callon/") {
+		if err := c.Validate(config.NeedDiscord); err != nil || !strings.HasPrefix(rf, "/etc/callon/") {
 			t.Errorf("%s's CALLON_ROLES_FILE %q (%s): %v", name, rf, local, err)
 		}
 		if len(c.MCPServers) == 0 || c.MCPServers[0].Command[0] != "npx" || !slices.Contains(c.MCPServers[0].Command, "/srv/notes") {
