@@ -87,9 +87,9 @@ type Bot struct {
 	stopping bool     // set when Run ends: goWork starts nothing more
 }
 
-// Store is what command handlers read directly.
+// Store is what command handlers read directly: a thread's team.
 type Store interface {
-	ActiveSession(ctx context.Context, threadID string) (master.Session, error)
+	master.SessionFinder
 }
 
 // New builds the bot; Run connects it. approvals decides the clicks on

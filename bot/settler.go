@@ -19,8 +19,7 @@ type SettleStore interface {
 	// decided (or expired, or cancelled) before before, whose posted
 	// message still shows buttons.
 	UnsettledApprovals(ctx context.Context, scope master.Scope, before time.Time, limit int) ([]master.Approval, error)
-	// SettleApproval records that a request's message shows its outcome.
-	SettleApproval(ctx context.Context, id int64) error
+	master.ApprovalSettler
 }
 
 // SettlerConfig tunes a Settler.

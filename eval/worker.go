@@ -188,10 +188,10 @@ func (s *workerStore) outcome() *WorkerEnd {
 	return e
 }
 
-// toolbox is workers.Toolbox over a situation's scripted tools.
+// toolbox is master.Toolbox over a situation's scripted tools.
 type toolbox struct{ defs map[string]ToolDef }
 
-var _ workers.Toolbox = (*toolbox)(nil)
+var _ master.Toolbox = (*toolbox)(nil)
 
 func (b *toolbox) Offer(_ context.Context, _ string, allowed []string) ([]master.Tool, string) {
 	var out []master.Tool

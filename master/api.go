@@ -50,10 +50,8 @@ type APIStore interface {
 	// SessionView returns a session with its turns' counts and last
 	// report, or ErrNotFound.
 	SessionView(ctx context.Context, id int64) (SessionView, error)
-	// Access returns a guild's allow lists.
-	Access(ctx context.Context, guildID string) (Access, error)
-	// RecordTurn records a message as a turn (see SessionStore).
-	RecordTurn(ctx context.Context, t Turn, a Admission) (Turn, bool, error)
+	AccessReader
+	TurnRecorder
 }
 
 // APIConfig wires the API to the rest of callon.

@@ -170,7 +170,12 @@ type ApprovalStore interface {
 	// queues its task again. A request already decided is returned as
 	// it stands, unchanged.
 	DecideApproval(ctx context.Context, id int64, approve bool, by string) (Approval, error)
-	// SettleApproval records that a request's message shows its outcome.
+	ApprovalSettler
+}
+
+// ApprovalSettler records that a request's message shows its outcome:
+// the click's answer did (Approvals.Settled), or the settler.
+type ApprovalSettler interface {
 	SettleApproval(ctx context.Context, id int64) error
 }
 

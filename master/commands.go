@@ -13,8 +13,8 @@ import (
 
 // CommandStore is what /team, /replan and /dissolve need from Postgres.
 type CommandStore interface {
-	ActiveSession(ctx context.Context, threadID string) (Session, error)
-	Roster(ctx context.Context, sessionID int64) ([]Role, error)
+	SessionFinder
+	RosterReader
 	// TeamView reads the session's roster, current turn with its tasks
 	// and progress, and its latest signals.
 	TeamView(ctx context.Context, sessionID int64, signals int) (TeamView, error)

@@ -39,7 +39,8 @@ type LimitChange struct {
 
 // LimitStore is what /budget and /access need from Postgres.
 type LimitStore interface {
-	ActiveSession(ctx context.Context, threadID string) (Session, error)
+	SessionFinder
+	AccessReader
 	GuildSpend(ctx context.Context, guildID string) (GuildSpend, error)
 	SessionSpend(ctx context.Context, sessionID int64) (SessionSpend, error)
 	// SetGuildBudget and SetSessionBudget set a budget (nil: back to the
@@ -47,7 +48,6 @@ type LimitStore interface {
 	SetGuildBudget(ctx context.Context, guildID string, tokens *int64, by string) error
 	SetSessionBudget(ctx context.Context, sessionID int64, tokens *int64, by string) error
 	LimitChanges(ctx context.Context, guildID string, limit int) ([]LimitChange, error)
-	Access(ctx context.Context, guildID string) (Access, error)
 	// AllowAccess and RemoveAccess change rules and record who did; they
 	// return how many rules changed.
 	AllowAccess(ctx context.Context, guildID string, rules []AccessRule, by string) (int, error)

@@ -131,3 +131,35 @@ type File struct {
 	Name string
 	Data []byte
 }
+
+// The reads and writes several ports need are declared once, here, and
+// embedded in each port that needs them.
+
+// SessionFinder finds a thread's team.
+type SessionFinder interface {
+	// ActiveSession returns the active session of a thread, or ErrNotFound.
+	ActiveSession(ctx context.Context, threadID string) (Session, error)
+}
+
+// AccessReader reads a guild's allow lists.
+type AccessReader interface {
+	// Access returns a guild's allow lists.
+	Access(ctx context.Context, guildID string) (Access, error)
+}
+
+// TurnRecorder records messages as turns.
+type TurnRecorder interface {
+	// RecordTurn stores a user message as a queued turn, idempotently on
+	// its message id: created is false when the message was seen before.
+	// A turn of the session that waited for the user's answer is closed.
+	// A turn given as refused, or that admission refuses, is recorded
+	// refused (its State says so), with a notice once per burst. The
+	// message's files are recorded with it.
+	RecordTurn(ctx context.Context, t Turn, a Admission) (turn Turn, created bool, err error)
+}
+
+// RosterReader reads a team's roles.
+type RosterReader interface {
+	// Roster returns a session's roles.
+	Roster(ctx context.Context, sessionID int64) ([]Role, error)
+}

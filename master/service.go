@@ -27,13 +27,11 @@ type SessionStore interface {
 	// CheckCaps returns a *CapError when caps would refuse a new session
 	// of owner in the guild now.
 	CheckCaps(ctx context.Context, guildID, ownerID string, caps SessionCaps) error
-	// Access returns a guild's allow lists.
-	Access(ctx context.Context, guildID string) (Access, error)
+	AccessReader
 	// BotTurns counts the turns a bot started in a guild within the hour,
 	// the teams it started included.
 	BotTurns(ctx context.Context, guildID, botID string) (int, error)
-	// ActiveSession returns the active session of a thread, or ErrNotFound.
-	ActiveSession(ctx context.Context, threadID string) (Session, error)
+	SessionFinder
 	// CatchUpPoints lists every awake active session of a thread with where
 	// its thread's catch-up starts.
 	CatchUpPoints(ctx context.Context) ([]CatchUpPoint, error)
@@ -49,15 +47,8 @@ type SessionStore interface {
 	SleepSession(ctx context.Context, threadID string) (bool, error)
 	// Notice queues a message in an active session's thread.
 	Notice(ctx context.Context, sessionID int64, text string) error
-	// RecordTurn stores a user message as a queued turn, idempotently on
-	// its message id: created is false when the message was seen before.
-	// A turn of the session that waited for the user's answer is closed.
-	// A turn given as refused, or that admission refuses, is recorded
-	// refused (its State says so), with a notice once per burst. The
-	// message's files are recorded with it.
-	RecordTurn(ctx context.Context, t Turn, a Admission) (turn Turn, created bool, err error)
-	// Roster returns a session's roles.
-	Roster(ctx context.Context, sessionID int64) ([]Role, error)
+	TurnRecorder
+	RosterReader
 }
 
 // ServiceConfig bounds what people may start. Zero values mean no bound.

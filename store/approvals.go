@@ -11,8 +11,6 @@ import (
 	"github.com/callonbot/callon/master"
 )
 
-var _ master.ApprovalStore = (*Store)(nil)
-
 // approvalColumns is the select list scanApproval reads, from approvals
 // a joined with sessions s and, left, outbox o.
 const approvalColumns = `a.id, a.session_id, a.task_id, a.seq, a.role, a.tool, a.arguments, a.approvers, a.state,

@@ -14,37 +14,27 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/callonbot/callon/internal/proc"
+	"github.com/callonbot/callon/master"
 )
 
-// Result is the outcome of one call, as the model reads it.
-type Result struct {
-	// Text is the output, or what went wrong, cut to Options.MaxOutput
-	// bytes with a marker saying so.
-	Text string
-	// IsError says the call failed: the tool reported an error, or the
-	// call could not be made (unknown tool, server unavailable, timeout…).
-	IsError  bool
-	Duration time.Duration
-	// Size is the output's length in bytes before it was cut.
-	Size int
-}
-
 // Call runs the tool a model called as name ("fetch_url" or
-// "<server>__<tool>") with its raw JSON arguments, for a role of guild
-// ("": the operator's), within Options.CallTimeout: a server not granted
-// to guild is an unknown tool, and fetch_url reaches the private hosts
-// granted to guild only. Every failure, from unknown tool to timeout,
-// becomes an error Result the model can read. Call does not check the
-// role's tools list (see Allows) nor approval (see Approval).
+// "<server>__<tool>") with its JSON arguments as the model wrote them,
+// for a role of guild ("": the operator's), within Options.CallTimeout: a
+// server not granted to guild is an unknown tool, and fetch_url reaches
+// the private hosts granted to guild only. Every failure, from unknown
+// tool to timeout, becomes an error result the model can read: its Text
+// cut to Options.MaxOutput bytes with a marker saying so, its Size the
+// output's length before the cut. Call does not check the role's tools
+// list (see Allows) nor approval (see NeedsApproval).
 //
 // A call is sent at most once, except that a call refused by a session
 // already known to be broken is sent again, once, after a restart: the
 // server never saw it.
-func (m *Manager) Call(ctx context.Context, guild, name string, args json.RawMessage) Result {
+func (m *Manager) Call(ctx context.Context, guild, name, args string) master.ToolResult {
 	began := time.Now()
 	callCtx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
-	text, isErr := m.call(callCtx, guild, name, args)
+	text, isErr := m.call(callCtx, guild, name, json.RawMessage(args))
 	if isErr && callCtx.Err() != nil {
 		if ctx.Err() != nil {
 			text = fmt.Sprintf("%s: cancelled", name)
@@ -53,7 +43,7 @@ func (m *Manager) Call(ctx context.Context, guild, name string, args json.RawMes
 			text = fmt.Sprintf("%s: timed out after %s. It may or may not have taken effect; check before making it again.", name, m.opts.CallTimeout)
 		}
 	}
-	return Result{
+	return master.ToolResult{
 		Text:     truncate(text, m.opts.MaxOutput),
 		IsError:  isErr,
 		Duration: time.Since(began),

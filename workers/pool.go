@@ -130,7 +130,7 @@ type Config struct {
 	// (CALLON_MAX_OUTPUT_TOKENS); master.DefaultMaxOutput when zero.
 	MaxOutput int
 	// Tools runs the tools roles may use; nil gives roles none.
-	Tools Toolbox
+	Tools master.Toolbox
 	// ApprovalTimeout is how long a call that needs a person's approval
 	// waits for one before it counts as denied.
 	ApprovalTimeout time.Duration

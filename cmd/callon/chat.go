@@ -108,7 +108,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	}
 	defer closeLog()
 	log := newLogger(cfg, logOut)
-	var tools workers.Toolbox
+	var tools master.Toolbox
 	if f.demo {
 		ai, err := startDemo(&cfg, ui != nil, log)
 		if err != nil {
@@ -123,9 +123,9 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	}
 	defer closeTools(toolMgr, log)
 	if tools == nil {
-		tools = toolbox{m: toolMgr, log: log, operator: true}
+		tools = toolMgr.Operator()
 	}
-	roleFile, rolePolicy, err := rolesConfig(cfg, catalog{m: toolMgr, servers: cfg.MCPServers})
+	roleFile, rolePolicy, err := rolesConfig(cfg, toolMgr)
 	if err != nil {
 		return err
 	}

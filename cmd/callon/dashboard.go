@@ -10,8 +10,6 @@ import (
 )
 
 // The store is the dashboard's port.
-var _ dashboard.Store = (*store.Store)(nil)
-
 // newDashboard is the dashboard of the configuration: the operator's
 // token, and Discord OAuth2 for server admins when a client secret is
 // set; wake is the listener's, guildName the bot's (nil in a process

@@ -50,7 +50,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		return err
 	}
 	defer closeTools(toolMgr, log)
-	roleFile, rolePolicy, err := rolesConfig(cfg, catalog{m: toolMgr, servers: cfg.MCPServers})
+	roleFile, rolePolicy, err := rolesConfig(cfg, toolMgr)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Wake:        wake(),
 			Metrics:     reg,
 			Vision:      cfg.Attachments.Vision,
-			Tools:       toolbox{m: toolMgr, log: log},
+			Tools:       toolMgr,
 
 			ApprovalTimeout: cfg.Tools.ApprovalTimeout,
 			Ask:             render.Ask,
