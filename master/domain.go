@@ -1,9 +1,27 @@
-// Package master is callon's domain core: the types of a team session
-// (Session, Role, Turn, Task, Signal), the orchestrator that runs a turn
-// (routing, fan-out and fan-in, merging, budgets), and the small interfaces
-// it consumes, each declared by the code that calls it (OrchestratorStore,
-// SessionStore, StatusStore, OutboxStore, LLM, Messenger…). It imports no
-// other package of ours.
+// Package master is callon's domain core. It decides; the adapters speak.
+// It owns:
+//
+//   - the types of a team and their states: Session, Role, Turn, Task,
+//     Signal, Attachment, Approval (domain.go, surface.go);
+//   - starting a team, one path for every entrance (launch.go), and the
+//     session service that routes messages to turns, addresses roles and
+//     catches up what was missed (service.go, address.go);
+//   - the orchestrator: one turn at a time per session, its prompt and
+//     tools, fan-out and fan-in, replanning, reports and dispatch;
+//   - the background runners that decide and send: the outbox, the file
+//     fetcher, the webhook sender, dormancy, retention;
+//   - the commands (/team's view, /replan, /dissolve, /roles, /budget,
+//     /access) and approvals (who decides, the request's arguments);
+//   - the limits: caps, admission, allow lists, trusted bots, budgets, the
+//     Meter every model call goes through, prices;
+//   - the inbound API's domain and the webhook events' payloads;
+//   - the user-safe Error, and every port it consumes, each declared by
+//     the code that calls it (OrchestratorStore, SessionStore, Messenger,
+//     Toolbox, LLM, Metrics…).
+//
+// What it needs to know of the chat platform is in discord.go; the words
+// people read of its values are bot/render's. It imports of callon only
+// internal/proc.
 package master
 
 import (
