@@ -76,7 +76,7 @@ func connect(ctx context.Context, m *Manager, spec Server) (*session, error) {
 	if err != nil {
 		if sess.cmd != nil && sess.cmd.Process != nil {
 			// The SDK closes what it started; this only makes sure.
-			sess.cmd.Process.Kill()
+			_ = sess.cmd.Process.Kill() // gone already is as good
 		}
 		return nil, &stderrError{err: fmt.Errorf("start: %w", err), stderr: sess.stderrTail()}
 	}
@@ -145,7 +145,7 @@ func (s *session) close(m *Manager) {
 // kill kills a stdio server's process at once.
 func (s *session) kill() {
 	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Kill()
+		_ = s.cmd.Process.Kill() // gone already is as good
 	}
 }
 

@@ -24,7 +24,7 @@ const botPermissions = discordgo.PermissionViewChannel |
 	discordgo.PermissionAttachFiles |
 	discordgo.PermissionAddReactions |
 	discordgo.PermissionManageThreads |
-	discordgo.PermissionUseSlashCommands
+	discordgo.PermissionUseApplicationCommands
 
 // everyonePermissions are the @everyone role's permissions.
 const everyonePermissions = discordgo.PermissionViewChannel |
@@ -32,7 +32,7 @@ const everyonePermissions = discordgo.PermissionViewChannel |
 	discordgo.PermissionSendMessagesInThreads |
 	discordgo.PermissionCreatePublicThreads |
 	discordgo.PermissionReadMessageHistory |
-	discordgo.PermissionUseSlashCommands
+	discordgo.PermissionUseApplicationCommands
 
 var mentionRE = regexp.MustCompile(`<@!?(\d+)>`)
 
