@@ -130,9 +130,11 @@ func TestMayDecideWithApprovers(t *testing.T) {
 		{"an approver", Actor{UserID: "ann", Roles: []string{"1", "333"}}, true},
 		{"a bot with the role", Actor{UserID: "bot", Bot: true, Roles: []string{"333"}}, false},
 	} {
-		if got := MayDecide(s, ap, tc.actor); got != tc.want {
-			t.Errorf("%s: MayDecide = %v, want %v", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MayDecide(s, ap, tc.actor); got != tc.want {
+				t.Errorf("%s: MayDecide = %v, want %v", tc.name, got, tc.want)
+			}
+		})
 	}
 	if !MayDecide(s, Approval{}, Actor{UserID: "owner"}) || MayDecide(s, Approval{}, Actor{UserID: "x"}) {
 		t.Error("without approvers: want the owner, not a bystander")

@@ -30,13 +30,15 @@ func TestAccessAllows(t *testing.T) {
 		{"no rules: everyone everywhere", AccessTalk, "bob", nil, "dev", true},
 	}
 	for _, tt := range tests {
-		acc := a
-		if strings.HasPrefix(tt.name, "no rules") {
-			acc = nil
-		}
-		if got := acc.Allows(tt.action, tt.user, tt.roles, tt.channel); got != tt.want {
-			t.Errorf("%s: Allows = %v, want %v", tt.name, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			acc := a
+			if strings.HasPrefix(tt.name, "no rules") {
+				acc = nil
+			}
+			if got := acc.Allows(tt.action, tt.user, tt.roles, tt.channel); got != tt.want {
+				t.Errorf("%s: Allows = %v, want %v", tt.name, got, tt.want)
+			}
+		})
 	}
 }
 

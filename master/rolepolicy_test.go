@@ -43,17 +43,19 @@ func TestCheckRole(t *testing.T) {
 		{"timeout", with(func(r *master.Role) { r.Timeout = time.Second }), "timeout 1s"},
 	}
 	for _, tc := range tests {
-		err := policy.CheckRole(tc.role)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: got %v, want nil", tc.name, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
-		case err != nil:
-			if master.ErrorCode(err) != master.EInvalid {
-				t.Errorf("%s: got %v, want an *master.Error with code %q", tc.name, err, master.EInvalid)
+		t.Run(tc.name, func(t *testing.T) {
+			err := policy.CheckRole(tc.role)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%s: got %v, want nil", tc.name, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
+			case err != nil:
+				if master.ErrorCode(err) != master.EInvalid {
+					t.Errorf("%s: got %v, want an *master.Error with code %q", tc.name, err, master.EInvalid)
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -183,10 +185,12 @@ func TestRoleToolsPolicy(t *testing.T) {
 		{"catalog refuses", master.RolePolicy{Tools: catalogFake{}}, with("git.push"), `"git.push"`},
 		{"too many", master.RolePolicy{Tools: catalogFake{}}, with(many...), "at most 32"},
 	} {
-		err := tc.policy.CheckRole(tc.role)
-		if (tc.wantErr == "") != (err == nil) || (err != nil && (!strings.Contains(err.Error(), tc.wantErr) || master.ErrorCode(err) != master.EInvalid)) {
-			t.Errorf("%s: got %v, want %q", tc.name, err, tc.wantErr)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.policy.CheckRole(tc.role)
+			if (tc.wantErr == "") != (err == nil) || (err != nil && (!strings.Contains(err.Error(), tc.wantErr) || master.ErrorCode(err) != master.EInvalid)) {
+				t.Errorf("%s: got %v, want %q", tc.name, err, tc.wantErr)
+			}
+		})
 	}
 	if got := master.ParseToolList(" fetch_url, fs.read_file fs.Write,,fetch_url "); strings.Join(got, "|") != "fetch_url|fs.read_file|fs.Write" {
 		t.Errorf("ParseToolList: got %q", got)

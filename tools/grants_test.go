@@ -109,9 +109,11 @@ func TestLethalCombinationNeedsApproval(t *testing.T) {
 		{"sends_out without a private reader", []string{"mail.*", "calc.*"}, "mail__send", json.RawMessage(`{}`), false},
 	}
 	for _, tc := range tests {
-		if got := m.NeedsApproval(tc.allowed, tc.call, string(tc.args)); got != tc.want {
-			t.Errorf("%s: Approval(%q, %s) = %v, want %v", tc.name, tc.allowed, tc.call, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := m.NeedsApproval(tc.allowed, tc.call, string(tc.args)); got != tc.want {
+				t.Errorf("%s: Approval(%q, %s) = %v, want %v", tc.name, tc.allowed, tc.call, got, tc.want)
+			}
+		})
 	}
 }
 

@@ -57,13 +57,15 @@ func TestStdioServer(t *testing.T) {
 		{"echo", `{}`, `unknown tool "echo"`, true},
 	}
 	for _, tc := range tests {
-		r := m.Call(t.Context(), "", tc.name, string(tc.args))
-		if r.IsError != tc.wantErr || !strings.Contains(r.Text, tc.want) {
-			t.Errorf("Call(%s, %s) = %q (error %v), want %q (error %v)", tc.name, tc.args, r.Text, r.IsError, tc.want, tc.wantErr)
-		}
-		if !tc.wantErr && (r.Size != len(r.Text) || r.Duration <= 0) {
-			t.Errorf("Call(%s): got size %d duration %s, want %d and a duration", tc.name, r.Size, r.Duration, len(r.Text))
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			r := m.Call(t.Context(), "", tc.name, string(tc.args))
+			if r.IsError != tc.wantErr || !strings.Contains(r.Text, tc.want) {
+				t.Errorf("Call(%s, %s) = %q (error %v), want %q (error %v)", tc.name, tc.args, r.Text, r.IsError, tc.want, tc.wantErr)
+			}
+			if !tc.wantErr && (r.Size != len(r.Text) || r.Duration <= 0) {
+				t.Errorf("Call(%s): got size %d duration %s, want %d and a duration", tc.name, r.Size, r.Duration, len(r.Text))
+			}
+		})
 	}
 }
 
@@ -86,9 +88,11 @@ func TestStdioEnvironment(t *testing.T) {
 		{based, "base__environ", "LANG=C.UTF-8\nA=1"},
 	}
 	for _, tc := range tests {
-		if r := tc.m.Call(t.Context(), "", tc.name, ""); r.Text != tc.want {
-			t.Errorf("%s: got %q, want %q", tc.name, r.Text, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if r := tc.m.Call(t.Context(), "", tc.name, ""); r.Text != tc.want {
+				t.Errorf("%s: got %q, want %q", tc.name, r.Text, tc.want)
+			}
+		})
 	}
 }
 
@@ -145,9 +149,11 @@ func TestAllows(t *testing.T) {
 		{nil, "test__echo", false},
 	}
 	for _, tc := range tests {
-		if got := tools.Allows(tc.allowed, tc.name); got != tc.want {
-			t.Errorf("Allows(%q, %q) = %v, want %v", tc.allowed, tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tools.Allows(tc.allowed, tc.name); got != tc.want {
+				t.Errorf("Allows(%q, %q) = %v, want %v", tc.allowed, tc.name, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -166,9 +172,11 @@ func TestApproval(t *testing.T) {
 		{"fetch_url", false}, {"other__write", false},
 	}
 	for _, tc := range tests {
-		if got := m.NeedsApproval([]string{"all.*", "some.*", "none.*", "fetch_url"}, tc.name, `{"url":"https://example.com"}`); got != tc.want {
-			t.Errorf("Approval(%q) = %v, want %v", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := m.NeedsApproval([]string{"all.*", "some.*", "none.*", "fetch_url"}, tc.name, `{"url":"https://example.com"}`); got != tc.want {
+				t.Errorf("Approval(%q) = %v, want %v", tc.name, got, tc.want)
+			}
+		})
 	}
 }
 
