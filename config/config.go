@@ -67,6 +67,9 @@ type Config struct {
 	MasterPrompt string
 	// Roles is the roles file's rosters; nil without a file.
 	Roles []Roster
+	// Features are what the roles file's scopes say of their teams'
+	// features (personas, memory, review).
+	Features []Features
 	// MCPServers is the roles file's mcp_servers, in name order.
 	MCPServers []MCPServer
 	// GuildTrustedBots are the roles file's trusted_bots, by guild id.
@@ -178,6 +181,7 @@ func Load(getenv func(string) string) Config {
 		}
 		c.Roles, c.MCPServers, c.Providers, c.GuildTrustedBots = rf.Rosters, rf.MCPServers, rf.Providers, rf.TrustedBots
 		c.GuildFetchAllow, c.OutboundAllow = rf.FetchAllow, rf.OutboundAllow
+		c.Features = rf.Features
 		bindImplicitGrants(c.MCPServers, c.DiscordGuild)
 	}
 	c.Providers = p.providers(c.Providers)

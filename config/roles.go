@@ -35,6 +35,9 @@ type Role struct {
 	// Tools is what the role may call: "fetch_url", "<server>.<tool>" or
 	// "<server>.*", each server one of the file's mcp_servers.
 	Tools []string
+	// Avatar is the https URL of the role's persona's picture; "" for a
+	// generated one.
+	Avatar string
 }
 
 // The roles file's YAML shape:
@@ -57,6 +60,7 @@ type rolesFileYAML struct {
 	// OutboundAllow: hosts fetch_url may reach without a person's
 	// approval even for a role that also reads private data.
 	OutboundAllow []string `yaml:"outbound_allow"`
+	featuresYAML  `yaml:",inline"`
 }
 
 type guildYAML struct {
@@ -64,11 +68,13 @@ type guildYAML struct {
 	Channels    map[string]channelYAML `yaml:"channels"`
 	TrustedBots []string               `yaml:"trusted_bots"`
 	// FetchAllow: private hosts fetch_url may reach for this guild only.
-	FetchAllow []string `yaml:"fetch_allow"`
+	FetchAllow   []string `yaml:"fetch_allow"`
+	featuresYAML `yaml:",inline"`
 }
 
 type channelYAML struct {
-	Roles []roleYAML `yaml:"roles"`
+	Roles        []roleYAML `yaml:"roles"`
+	featuresYAML `yaml:",inline"`
 }
 
 type roleYAML struct {
@@ -80,6 +86,7 @@ type roleYAML struct {
 	MaxTokens   int      `yaml:"max_tokens"`
 	Timeout     string   `yaml:"timeout"`
 	Tools       []string `yaml:"tools"`
+	Avatar      string   `yaml:"avatar"`
 }
 
 // maxRolesFile bounds the roles file: it is configuration, not data.
@@ -102,6 +109,9 @@ type RolesFile struct {
 	// OutboundAllow are the hosts fetch_url may reach without approval
 	// even for a role that also reads private data.
 	OutboundAllow []string
+	// Features are what the file's scopes say of their teams' features,
+	// the top level first, then each guild followed by its channels.
+	Features []Features
 }
 
 // loadRolesFile reads and parses the roles file at path, expanding
@@ -193,6 +203,20 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 		rf.Rosters = append(rf.Rosters, r)
 		return nil
 	}
+	addFeatures := func(guildID, channelID string, y featuresYAML) error {
+		if !y.set() {
+			return nil
+		}
+		f, err := y.features(guildID, channelID)
+		if err != nil {
+			return fmt.Errorf("%s: %w", scopeName(guildID, channelID), err)
+		}
+		rf.Features = append(rf.Features, f)
+		return nil
+	}
+	if err := addFeatures("", "", doc.featuresYAML); err != nil {
+		return RolesFile{}, err
+	}
 	if doc.Roles != nil {
 		if err := add("", "", doc.Roles); err != nil {
 			return RolesFile{}, err
@@ -203,8 +227,11 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 		if !isSnowflake(gid) {
 			return RolesFile{}, fmt.Errorf("guild %q: not a numeric Discord id (quote ids: \"123…\")", gid)
 		}
-		if g.Roles == nil && len(g.Channels) == 0 && len(g.TrustedBots) == 0 && len(g.FetchAllow) == 0 {
-			return RolesFile{}, fmt.Errorf("guild %s: no roles and no channels (nor trusted_bots, nor fetch_allow)", gid)
+		if g.Roles == nil && len(g.Channels) == 0 && len(g.TrustedBots) == 0 && len(g.FetchAllow) == 0 && !g.featuresYAML.set() {
+			return RolesFile{}, fmt.Errorf("guild %s: no roles and no channels (nor trusted_bots, fetch_allow or features)", gid)
+		}
+		if err := addFeatures(gid, "", g.featuresYAML); err != nil {
+			return RolesFile{}, err
 		}
 		if len(g.FetchAllow) > 0 {
 			hosts, err := checkHosts(g.FetchAllow)
@@ -234,7 +261,14 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 			if !isSnowflake(cid) {
 				return RolesFile{}, fmt.Errorf("guild %s: channel %q: not a numeric Discord id", gid, cid)
 			}
-			if err := add(gid, cid, g.Channels[cid].Roles); err != nil {
+			ch := g.Channels[cid]
+			if err := addFeatures(gid, cid, ch.featuresYAML); err != nil {
+				return RolesFile{}, err
+			}
+			if ch.Roles == nil && ch.featuresYAML.set() {
+				continue // features only: the channel's roles come from the next source
+			}
+			if err := add(gid, cid, ch.Roles); err != nil {
 				return RolesFile{}, err
 			}
 		}
@@ -246,7 +280,8 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 	rf.OutboundAllow = hosts
 	// A file may declare only MCP servers or providers, for roles set by
 	// command; a file that declares nothing is a mistake.
-	if len(rf.Rosters) == 0 && len(rf.MCPServers) == 0 && len(rf.Providers) == 0 && len(rf.TrustedBots) == 0 && len(rf.FetchAllow) == 0 {
+	if len(rf.Rosters) == 0 && len(rf.MCPServers) == 0 && len(rf.Providers) == 0 && len(rf.TrustedBots) == 0 && len(rf.FetchAllow) == 0 &&
+		len(rf.Features) == 0 {
 		return RolesFile{}, errors.New("defines no roles: give a default `roles:` list or `guilds:` (or `mcp_servers:` for roles set by command)")
 	}
 	return rf, nil
@@ -273,6 +308,9 @@ func (y roleYAML) role(servers map[string]mcpServerYAML) (Role, error) {
 		return r, err
 	}
 	r.Tools = tools
+	if r.Avatar, err = avatarURL(y.Avatar); err != nil {
+		return r, err
+	}
 	return r, nil
 }
 

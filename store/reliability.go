@@ -25,7 +25,7 @@ const trackScan = 100
 // trackScan rows, each looking its session's channel up by primary key:
 // the cost does not grow with the number of sessions.
 var rosterTracksSQL = `
-	SELECT ` + roleColumns + `, tr.last, tr.failed, tr.timed_out, tr.blocked, tr.need_info
+	SELECT ` + roleColumns + `, tr.last, tr.failed, tr.timed_out, tr.blocked, tr.need_info, r.avatar
 	FROM session_roles r
 	CROSS JOIN LATERAL (
 		SELECT count(*)::int AS last,
@@ -52,7 +52,7 @@ func collectRosterTracks(rows pgx.Rows) ([]master.Role, map[string]master.RoleTr
 		var tr master.RoleTrack
 		var maxTokens, timeout *int32
 		if err := row.Scan(&r.Name, &r.Description, &r.Prompt, &r.Model, &r.Temperature, &maxTokens, &timeout, &r.Tools,
-			&tr.Last, &tr.Failed, &tr.Timeout, &tr.Blocked, &tr.NeedInfo); err != nil {
+			&tr.Last, &tr.Failed, &tr.Timeout, &tr.Blocked, &tr.NeedInfo, &r.Avatar); err != nil {
 			return r, err
 		}
 		r = fillRole(r, maxTokens, timeout)
