@@ -193,6 +193,10 @@ func NotesSection(notes []Note) string {
 	return b.String()
 }
 
+// errNoMemory answers a memory tool called by the master of a team
+// without memory.
+var errNoMemory = errors.New("this team has no memory: there is no remember or forget tool")
+
 var rememberTool = masterTool{
 	name:    ToolRemember,
 	offered: func(e decisionEnv) bool { return e.memory },
@@ -206,7 +210,10 @@ var rememberTool = masterTool{
 			})),
 		}
 	},
-	parse: func(args string, _ decisionEnv) (decision, error) {
+	parse: func(args string, e decisionEnv) (decision, error) {
+		if !e.memory {
+			return decision{}, errNoMemory
+		}
 		text, err := textArg(args, "note", ToolRemember)
 		if err != nil {
 			return decision{}, err
@@ -235,6 +242,9 @@ var forgetTool = masterTool{
 		}
 	},
 	parse: func(args string, e decisionEnv) (decision, error) {
+		if !e.memory {
+			return decision{}, errNoMemory
+		}
 		var a struct {
 			Note *int64 `json:"note"`
 		}
