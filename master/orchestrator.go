@@ -73,6 +73,9 @@ type OrchestratorConfig struct {
 	// Memory writes the channels' notes for the remember and forget
 	// tools; nil: no team has memory (whatever its features say).
 	Memory MemoryStore
+	// Reviews keeps the reviewer's drafts and verdicts; nil: no team's
+	// replies are reviewed (whatever its features say).
+	Reviews ReviewStore
 }
 
 func (c OrchestratorConfig) withDefaults() OrchestratorConfig {
@@ -524,12 +527,18 @@ func (o *Orchestrator) chat(ctx context.Context, g Guard, req ChatRequest) (Chat
 // opened a round of tasks (delegate, answer_worker).
 func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, opened *bool) error {
 	log := o.log.With("session_id", g.SessionID, "turn_id", g.TurnID, "round", g.Round)
+	if r, err := o.pendingReview(ctx, g, tc); err != nil || r != nil {
+		if err != nil {
+			return err
+		}
+		return o.carryOnReview(ctx, g, tc, *r, Usage{}) // the draft is decided: carry on with it
+	}
 	msgs := masterMessages(tc)
 	var usage Usage
 	retried, actions := false, 0
 	env := decisionEnv{maxTasks: o.cfg.MaxTasks, maxRoles: o.cfg.MaxRoles, mustReply: tc.mustReply != "", round: tc.roundTasks(),
 		reportTo: tc.session.ReportTo, callback: tc.session.CallbackURL != "", dispatch: o.cfg.Dispatch && tc.session.DispatchDepth < o.cfg.DispatchDepth,
-		attachments: tc.attachments, memory: tc.memory}
+		attachments: tc.attachments, memory: tc.memory, personas: tc.session.Features.Personas}
 	// What the turn posts names the files nobody read, whatever the model
 	// wrote.
 	told := func(text string) string { return text + unreadNotice(text, tc.attachments, tc.vision, tc.tasks) }
@@ -561,7 +570,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 		if len(resp.ToolCalls) == 0 {
 			if text := strings.TrimSpace(resp.Content); text != "" {
 				o.answeredInText(resp.Usage.Model)
-				return o.end(ctx, g, tc.turn, OutcomeReply, told(text), usage) // a text-only answer is a reply
+				return o.answer(ctx, g, tc, told(text), nil, usage) // a text-only answer is a reply
 			}
 			resp.ToolCalls = []ToolCall{{ID: "missing", Name: "", Arguments: ""}}
 		}
@@ -580,7 +589,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 			o.cfg.Metrics.ToolCalled("master", d.tool, "ok")
 			switch d.tool {
 			case ToolReply:
-				return o.end(ctx, g, tc.turn, OutcomeReply, told(d.text), usage)
+				return o.answer(ctx, g, tc, told(d.text), d.exchange, usage)
 			case ToolAskUser:
 				return o.end(ctx, g, tc.turn, OutcomeQuestion, told(d.text), usage)
 			case ToolDelegate:

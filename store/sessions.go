@@ -272,6 +272,9 @@ func (s *Store) TeamView(ctx context.Context, sessionID int64, signals int) (mas
 	if v.Spend, err = sessionSpend(ctx, tx, sessionID); err != nil {
 		return v, err
 	}
+	if v.Presence, err = teamPresence(ctx, tx, v.Session); err != nil {
+		return v, err
+	}
 	names := make([]string, len(v.Roster))
 	for i, r := range v.Roster {
 		names[i] = r.Name

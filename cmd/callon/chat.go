@@ -170,6 +170,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		Owner: owner, Scope: scope, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
 		History: lim.History, Budget: budget, MaxOutput: lim.MaxOutput, Lease: lim.TaskLease, Wake: wake(), Catalog: roster,
 		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls, Instructions: cfg.MasterPrompt,
+		Memory: st, Reviews: st,
 	}, st, model, log)
 	sender := master.NewOutbox(master.OutboxConfig{Owner: owner, Scope: scope, RetryFor: lim.OutboxRetryFor, Wake: wake(), Poll: 200 * time.Millisecond}, st, out, log)
 	pres := master.NewPresenter(master.PresenterConfig{Tick: 500 * time.Millisecond, Scope: scope}, st, out, log)

@@ -170,7 +170,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth, ReportCap: cfg.HandBack.ReportCap,
 			Channels: b.Channels(), Service: svc, Guilds: b.Channels(), Metrics: reg,
-			Vision: att.Vision(cfg.MasterModel), Instructions: cfg.MasterPrompt, Memory: st,
+			Vision: att.Vision(cfg.MasterModel), Instructions: cfg.MasterPrompt, Memory: st, Reviews: st,
 		}, st, masterModel, log)
 		out := b.Messenger()
 		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Metrics: reg}, st, out, log)

@@ -78,13 +78,20 @@ CREATE TABLE turn_reviews (
     -- personas (see outbox.persona): [{"member", "text"}].
     exchange   jsonb       NOT NULL DEFAULT '[]',
     state      text        NOT NULL DEFAULT 'reviewing' CHECK (state IN ('reviewing', 'revising', 'done')),
-    verdict    text        CHECK (verdict IN ('pass', 'revise', 'caveat')),
-    objections text        NOT NULL DEFAULT '',
+    verdict    text        CHECK (verdict IN ('pass', 'revise', 'caveat', 'skipped')),
+    objections jsonb       NOT NULL DEFAULT '[]', -- for the master only; a skipped review's reason
     caveat     text        NOT NULL DEFAULT '',
     created_at timestamptz NOT NULL DEFAULT now(),
     decided_at timestamptz
 );
 CREATE INDEX turn_reviews_session_idx ON turn_reviews (session_id);
+
+-- A verdict is a signal (REVIEW_PASSED: posted as drafted, with a caveat
+-- or unreviewed; REVIEW_REVISED: sent back once).
+ALTER TABLE signals DROP CONSTRAINT signals_kind_check;
+ALTER TABLE signals ADD CONSTRAINT signals_kind_check
+    CHECK (kind IN ('ACK', 'PROGRESS', 'TASK_COMPLETE', 'BLOCKED', 'NEED_INFO', 'HANDOFF', 'REPORT', 'WEBHOOK',
+                    'TOOL', 'NEED_APPROVAL', 'REVIEW_PASSED', 'REVIEW_REVISED'));
 
 -- A part of a reply posted under a member's name and avatar:
 -- {"name", "avatar", "role", "parent"} (parent: the channel whose
