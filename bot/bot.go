@@ -76,10 +76,10 @@ type Bot struct {
 	appID   string
 	botUser string
 
-	approvals *master.Approvals // decides the clicks on Approve and Deny
+	approvals *master.Approvals     // decides the clicks on Approve and Deny
 	features  *master.FeatureConfig // /roles features; nil: not offered (WithPresence)
 	memory    *master.MemoryAdmin   // /memory; nil: not offered (WithPresence)
-	outage    outage            // the messages the database refused, retried
+	outage    outage                // the messages the database refused, retried
 
 	ctx context.Context // the bot's lifetime; handlers' work derives from it
 	wg  sync.WaitGroup  // the work of goWork; waited for when Run ends

@@ -69,7 +69,9 @@ func TestReviewerRevisesOnce(t *testing.T) {
 	t.Parallel()
 	w := setup(t, llmtest.Switch(
 		llmtest.Match(masterPrompt, llmtest.SeqFunc(
-			func(llmtest.Request) llmtest.Reply { return delegate(task{Role: "researcher", Instruction: "Count the moons"}) },
+			func(llmtest.Request) llmtest.Reply {
+				return delegate(task{Role: "researcher", Instruction: "Count the moons"})
+			},
 			func(llmtest.Request) llmtest.Reply { return reply("Draft: Jupiter has 41 moons.") },
 			func(r llmtest.Request) llmtest.Reply {
 				last := r.Messages[len(r.Messages)-1]
