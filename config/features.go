@@ -21,16 +21,25 @@ type Features struct {
 // empty reports whether the scope says nothing of features.
 func (f Features) empty() bool { return f.Personas == nil && f.Memory == nil && f.Review == "" }
 
-// featuresYAML are the feature keys a scope of the roles file may give,
-// beside its roles:
+// featuresYAML are the feature keys a scope of the roles file may give
+// (its top level, a guild, a channel), beside its roles:
 //
 //	personas: on     # members speak in their own names (off by default)
 //	memory: off      # the channel's notes (on by default)
 //	review: on       # a reviewer checks merged replies; always: every reply
 type featuresYAML struct {
-	Personas *string `yaml:"personas"`
-	Memory   *string `yaml:"memory"`
-	Review   *string `yaml:"review"`
+	Personas, Memory, Review *string
+}
+
+// featuresKey is the first feature key given, to find its line.
+func featuresKey(y featuresYAML) string {
+	switch {
+	case y.Personas != nil:
+		return FeaturePersonasKey
+	case y.Memory != nil:
+		return FeatureMemoryKey
+	}
+	return FeatureReviewKey
 }
 
 // set reports whether any feature key is given.
