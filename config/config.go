@@ -87,6 +87,9 @@ type Config struct {
 	// is always on it.
 	Models    []string
 	HTTPAddr  string
+	// PublicURL is CALLON_PUBLIC_URL: where Discord reaches HTTPAddr, for
+	// the pictures of personas; "" for none.
+	PublicURL string
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
 
@@ -198,6 +201,7 @@ func Load(getenv func(string) string) Config {
 	c.Webhook = p.webhook()
 	c.API = p.api(c.HTTPAddr)
 	c.Dashboard = p.dashboard(c.HTTPAddr, c.DiscordAppID)
+	c.PublicURL = p.publicURL(c.HTTPAddr)
 	c.Attachments = p.attachments()
 	c.Caps = p.caps()
 	c.Tools = p.tools()
@@ -317,6 +321,7 @@ func (c Config) attrs() []slog.Attr {
 		slog.String("roles_file", c.RolesFile),
 		slog.Int("master_prompt_chars", len(c.MasterPrompt)),
 		slog.String("http_addr", c.HTTPAddr),
+		slog.String("public_url", c.PublicURL),
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("log_format", c.LogFormat),
 		slog.Int("max_workers", l.MaxWorkers),

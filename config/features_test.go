@@ -56,7 +56,8 @@ guilds:
 		t.Errorf("avatar = %q", rf.Rosters[0].Roles[0].Avatar)
 	}
 	for _, bad := range []struct{ yaml, want string }{
-		{"personas: maybe\nroles: [{name: a, description: d, prompt: p}]\n", `personas: "maybe" is neither on nor off`},
+		{"personas: maybe\nroles: [{name: a, description: d, prompt: p}]\n", `line 1: default roles: personas: "maybe" is neither on nor off`},
+		{"guilds:\n  \"1\":\n    channels:\n      \"2\":\n        persona: on\n", `line 5: guilds.1.channels.2: unknown key "persona" (did you mean "personas"?)`},
 		{"review: twice\nroles: [{name: a, description: d, prompt: p}]\n", `review: "twice" is not one of on, off, always`},
 		{"roles: [{name: a, description: d, prompt: p, avatar: 'http://x/a.png'}]\n", "not an https URL"},
 	} {

@@ -172,18 +172,32 @@ func textArg(args, field, tool string) (string, error) {
 
 var replyTool = masterTool{
 	name: ToolReply,
-	schema: func(decisionEnv) Tool {
+	schema: func(e decisionEnv) Tool {
+		props := map[string]any{
+			"text": map[string]any{"type": "string", "description": "The message to post, in Discord Markdown."},
+		}
+		if e.personas {
+			props["exchange"] = exchangeSchema(e)
+		}
 		return Tool{
 			Name:        ToolReply,
 			Description: "Answer the user in the thread. This ends your turn. Merge every worker result you use into one coherent answer.",
-			Parameters: schema(object([]string{"text"}, map[string]any{
-				"text": map[string]any{"type": "string", "description": "The message to post, in Discord Markdown."},
-			})),
+			Parameters:  schema(object([]string{"text"}, props)),
 		}
 	},
-	parse: func(args string, _ decisionEnv) (decision, error) {
-		text, err := textArg(args, "text", ToolReply)
-		return decision{text: text}, err
+	parse: func(args string, e decisionEnv) (decision, error) {
+		var a struct {
+			Text     *string `json:"text"`
+			Exchange []Line  `json:"exchange"`
+		}
+		if err := DecodeArgs(args, &a); err != nil {
+			return decision{}, err
+		}
+		if a.Text == nil || strings.TrimSpace(*a.Text) == "" {
+			return decision{}, fmt.Errorf("%s needs a non-empty %q", ToolReply, "text")
+		}
+		exchange, err := parseExchange(a.Exchange, e)
+		return decision{text: strings.TrimSpace(*a.Text), exchange: exchange}, err
 	},
 }
 

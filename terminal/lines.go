@@ -175,7 +175,7 @@ func (p *printer) show(ev Event) {
 	text := p.plain(ev.Text)
 	switch ev.Kind {
 	case Said:
-		fmt.Fprintln(p.w, "team › "+text)
+		fmt.Fprintln(p.w, speaker(ev)+" › "+text)
 	case Status:
 		if !master.StatusSettled(ev.Text) {
 			return // scripts get the settled line only
@@ -246,4 +246,13 @@ func (p *printer) waitFor(ctx context.Context, seen int, kinds ...master.OutKind
 			return ctx.Err()
 		}
 	}
+}
+
+// speaker is who a message is from: the team, or one of its members
+// (personas), by name.
+func speaker(ev Event) string {
+	if ev.From != "" {
+		return Clean(ev.From)
+	}
+	return "team"
 }

@@ -37,6 +37,9 @@ type Event struct {
 	ID       string         // the message's id (Status, Asked, Settled)
 	Approval int64          // Asked, Settled: the request's id
 	Text     string         // as the team wrote it: Discord markup, not cleaned
+	// From is the member a part of a reply is posted as (personas): its
+	// name prefixes the text; "" for the team's own voice.
+	From string
 }
 
 // ErrClosed is what the team's messages get once the terminal shows
@@ -111,6 +114,9 @@ func (m *Messenger) emit(ctx context.Context, ev Event) error {
 func (m *Messenger) Send(ctx context.Context, out master.OutMessage) (string, error) {
 	id := "m" + strconv.FormatInt(out.ID, 10) + "-" + out.Nonce
 	ev := Event{Kind: Said, Out: out.Kind, Turn: out.TurnID, ID: id, Text: out.Content}
+	if out.Persona != nil {
+		ev.From = out.Persona.Name
+	}
 	if out.File.Name != "" {
 		// Discord shows the file as an attachment; a terminal shows it
 		// whole (an approval's every argument, so the person sees what

@@ -428,7 +428,7 @@ func (m *model) dropAsk(id int64) {
 func (m *model) event(ev Event) tea.Cmd {
 	switch ev.Kind {
 	case Said:
-		cmd := m.print(m.st.team.Render("team ›") + "\n" + m.render(ev.Text))
+		cmd := m.print(m.st.team.Render(speaker(ev)+" ›") + "\n" + m.render(ev.Text))
 		if ev.Out == master.OutSummary && m.mode == dissolving {
 			return tea.Batch(cmd, m.quit(Dissolved))
 		}

@@ -170,7 +170,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		if err != nil {
 			return err
 		}
-		b.WithPresence(features, master.NewMemoryAdmin(st))
+		b.WithPresence(features, master.NewMemoryAdmin(st), st, bot.Avatars{Base: cfg.PublicURL})
 		guildName = b.GuildName
 		checks["gateway"] = func(context.Context) string {
 			_, down := b.GatewayStatus()
@@ -186,7 +186,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Vision: att.Vision(cfg.MasterModel), Instructions: cfg.MasterPrompt, Memory: st, Reviews: st,
 		}, st, masterModel, log)
 		out := b.Messenger()
-		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Metrics: reg}, st, out, log)
+		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Metrics: reg, Personas: st}, st, out, log)
 		pres := master.NewPresenter(master.PresenterConfig{Prices: prices}, st, out, log)
 		settler := master.NewSettler(master.SettlerConfig{}, st, out, log)
 		g.Go(func() error { return b.Run(ctx) })
