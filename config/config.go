@@ -85,8 +85,8 @@ type Config struct {
 	Providers []Provider
 	// Models is what a role may name (CALLON_MODELS); the worker model
 	// is always on it.
-	Models    []string
-	HTTPAddr  string
+	Models   []string
+	HTTPAddr string
 	// PublicURL is CALLON_PUBLIC_URL: where Discord reaches HTTPAddr, for
 	// the pictures of personas; "" for none.
 	PublicURL string
