@@ -115,6 +115,12 @@ func RunLines(ctx context.Context, in io.Reader, out io.Writer, team Team, m *Me
 			if err := team.Replan(ctx, cmd.arg); err != nil {
 				p.say(master.ErrorMessage(err))
 			}
+		case "memory":
+			text, err := team.Memory(ctx, cmd.arg)
+			if err != nil {
+				text = master.ErrorMessage(err)
+			}
+			p.say(p.words.Translate(text))
 		case "dissolve":
 			seen := p.seen()
 			if err := team.Dissolve(ctx); err != nil {
@@ -197,7 +203,11 @@ func (p *printer) show(ev Event) {
 		fmt.Fprintln(p.w, "  log: "+text)
 	}
 	if ev.Kind == Said || ev.Kind == Asked {
-		p.posted = append(p.posted, ev.Out)
+		out := ev.Out
+		if ev.Part > 0 {
+			out = "" // a later part of an answer already counted
+		}
+		p.posted = append(p.posted, out)
 		close(p.changed)
 		p.changed = make(chan struct{})
 	}

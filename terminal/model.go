@@ -365,6 +365,14 @@ func (m *model) submit(line string) tea.Cmd {
 			}
 			return noteMsg("") // the team's notice says what changed
 		}
+	case "memory":
+		return func() tea.Msg {
+			text, err := m.team.Memory(m.ctx, cmd.arg)
+			if err != nil {
+				return noteMsg(master.ErrorMessage(err))
+			}
+			return printMsg(m.render(text))
+		}
 	case "dissolve":
 		return m.dissolve()
 	case "approve", "deny":
