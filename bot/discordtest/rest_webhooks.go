@@ -43,7 +43,8 @@ func (h *webhook) json(withToken bool) map[string]any {
 // Webhook is a channel webhook as the server stores it.
 type Webhook struct {
 	ID, ChannelID, Name string
-	ByApp               bool // made by the application (callon)
+	Token               string // the secret its executions carry
+	ByApp               bool   // made by the application (callon)
 }
 
 // Webhooks lists a channel's webhooks, in the order they were made.
@@ -53,7 +54,7 @@ func (s *Server) Webhooks(channelID string) []Webhook {
 	var out []Webhook
 	for _, h := range s.webhookList {
 		if h.channelID == channelID {
-			out = append(out, Webhook{ID: h.id, ChannelID: h.channelID, Name: h.name, ByApp: h.appID != ""})
+			out = append(out, Webhook{ID: h.id, ChannelID: h.channelID, Name: h.name, Token: h.token, ByApp: h.appID != ""})
 		}
 	}
 	return out

@@ -55,6 +55,9 @@ func TestPersonasPostPartsOnce(t *testing.T) {
 			},
 			func(llmtest.Request) llmtest.Reply {
 				return exchangeReply("Again.", [2]string{"researcher", "Still March 3."})
+			},
+			func(llmtest.Request) llmtest.Reply {
+				return exchangeReply("Once more.", [2]string{"writer", "After the webhook was deleted."})
 			}))))
 	general := w.dc.ChannelID("general")
 	r := w.command(general, w.dc.UserID(), master.PermManageChannels, "roles",
@@ -92,7 +95,9 @@ func TestPersonasPostPartsOnce(t *testing.T) {
 			t.Errorf("allowed_mentions = %+v, want parse: []", am)
 		}
 	}
-	// A second turn reuses the webhook.
+	// A second turn reuses the webhook, after a failed execution (its
+	// error logged without the webhook's token).
+	w.dc.Fail(discordtest.RouteExecuteWebhook, 1, 500)
 	again := w.say(thread, "Check again")
 	w.dc.WaitFor(t, func() bool { return len(w.after(thread, again)) >= 2 }, "the second reply")
 	if n := len(w.dc.Webhooks(general)); n != 1 {
@@ -101,12 +106,25 @@ func TestPersonasPostPartsOnce(t *testing.T) {
 	if n := w.dc.Calls(discordtest.RouteCreateWebhook); n != 1 {
 		t.Errorf("created webhooks %d times, want once", n)
 	}
+	if w.logged(hooks[0].Token) || !w.logged("send message; retrying") {
+		t.Error("the failed execution was not logged, or its log carries the webhook's token")
+	}
+	// An admin deletes the webhook: the next part makes a new one.
+	w.dc.DeleteWebhook(hooks[0].ID)
+	third := w.say(thread, "And now?")
+	w.dc.WaitFor(t, func() bool { return len(w.after(thread, third)) >= 2 }, "the third reply")
+	if hs := w.dc.Webhooks(general); len(hs) != 1 || hs[0].ID == hooks[0].ID {
+		t.Errorf("webhooks after the deletion = %+v, want a new one", hs)
+	}
+	if last := w.after(thread, third)[1]; last.Content != "After the webhook was deleted." || last.AuthorName != "Writer" {
+		t.Errorf("the part after the deletion = %q by %q", last.Content, last.AuthorName)
+	}
 	if got := embedText(w.command(thread, w.dc.UserID(), 0, "team")); !strings.Contains(got, "**Researcher**, **Planner**") {
 		t.Errorf("/team does not name the personas:\n%s", got)
 	}
-	// The team's own messages never start a turn: two turns, two master calls.
-	if n := len(w.requestsFor(masterPrompt)); n != 2 {
-		t.Errorf("the master was called %d times, want 2", n)
+	// The team's own messages never start a turn: three turns, three master calls.
+	if n := len(w.requestsFor(masterPrompt)); n != 3 {
+		t.Errorf("the master was called %d times, want 3", n)
 	}
 }
 
