@@ -22,7 +22,7 @@ var callonCommand = command{
 			Description: "What the team should work on",
 			Required:    true,
 			MaxLength:   master.MaxGoalLen,
-		}, rolesPickOption, reportToOption},
+		}, rolesPickOption, reportToOption, reviewOption},
 	},
 	handle:   (*Bot).handleCallon,
 	complete: (*Bot).completeCallon,
@@ -53,7 +53,7 @@ func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goa
 	l, err := b.launcher().Launch(ctx, master.Launch{
 		Entrance: master.FromCommand, GuildID: i.GuildID, Channel: i.ChannelID,
 		UserID: i.Member.User.ID, Who: "You", Present: true, Roles: i.Member.Roles,
-		Goal: goal, Pick: pickedRoles(i), ReportTo: reportTo(i),
+		Goal: goal, Pick: pickedRoles(i), ReportTo: reportTo(i), Review: reviewChoice(i),
 	})
 	if err != nil {
 		return b.errorText(i, err)

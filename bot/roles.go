@@ -95,6 +95,7 @@ var rolesCommand = command{
 				Description: "Remove every role of this channel (or the server), falling back to the next source",
 				Options:     []*discordgo.ApplicationCommandOption{scopeOption},
 			},
+			featuresSubcommand,
 		},
 	},
 	handle:   (*Bot).handleRoles,
@@ -195,7 +196,9 @@ func (b *Bot) runRoles(ctx context.Context, i *discordgo.InteractionCreate, sub 
 		if err != nil {
 			return "", err
 		}
-		return render.Roles(channelID, before, changes, b.roles.Policy()), nil
+		return b.withFeatures(ctx, i.GuildID, channelID, render.Roles(channelID, before, changes, b.roles.Policy()))
+	case "features":
+		return b.runFeatures(ctx, sub, scope, channelID, by)
 	case "set":
 		role := roleFromOptions(sub)
 		if len(role.Tools) > 0 {

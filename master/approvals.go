@@ -139,10 +139,10 @@ func ShortArgs(args string, max int) string {
 	return oneLine(args, max)
 }
 
-// codeSpan shows s as inline code, on one line: backticks inside it
+// CodeSpan shows s as inline code, on one line: backticks inside it
 // would end the span, so they become look-alikes. Nothing in a code span
 // renders as Markdown or a mention.
-func codeSpan(s string) string {
+func CodeSpan(s string) string {
 	s = strings.ReplaceAll(oneLine(s, MaxMessageLen), "`", "ˋ")
 	if strings.TrimSpace(s) == "" {
 		return "`{}`"

@@ -17,7 +17,7 @@ import (
 
 // ToolName is a tool's name as people read it, shown as inline code: a
 // model's choice of name never renders as Markdown.
-func ToolName(name string) string { return codeSpan(ToolLabel(name)) }
+func ToolName(name string) string { return CodeSpan(ToolLabel(name)) }
 
 // CheckArgs reports why a call's arguments cannot be shown to a person,
 // or made, as written: anything but one JSON object (empty counts as {}),

@@ -80,6 +80,8 @@ func DescribeSignal(s Signal) string {
 			return fmt.Sprintf("a report went to <#%s>", p.To)
 		}
 		return "a report"
+	case SignalReviewPassed, SignalReviewRevised:
+		return describeReview(s)
 	case SignalWebhook:
 		switch {
 		case p.Done:
@@ -99,7 +101,7 @@ func ArgsText(args string) string {
 	if args = ShortArgs(args, 60); args == "" || args == "{}" {
 		return ""
 	}
-	return " " + codeSpan(args)
+	return " " + CodeSpan(args)
 }
 
 // withText is sep and text on one line, shortened, or "" for no text.

@@ -87,6 +87,9 @@ type Launch struct {
 	// that dispatched; the team reports back to From's thread.
 	From *Session
 	Turn int64
+	// Review, when set, overrides the channel's review mode (/callon's
+	// review option).
+	Review ReviewMode
 }
 
 // who is how a refusal names the starter.
@@ -181,7 +184,8 @@ func (l Launcher) Launch(ctx context.Context, r Launch) (Launched, error) {
 		}
 	}
 	n := NewSession{GuildID: r.GuildID, ChannelID: parent, ThreadID: thread, OwnerID: cmp.Or(r.OwnerID, r.UserID), Goal: goal,
-		Roles: r.Pick, ReportTo: reportTo, APIKey: r.APIKey, CallbackURL: r.CallbackURL, Brief: brief(r, goal, parent, reportTo)}
+		Roles: r.Pick, ReportTo: reportTo, APIKey: r.APIKey, CallbackURL: r.CallbackURL, Brief: brief(r, goal, parent, reportTo),
+		Review: r.Review}
 	switch r.Entrance {
 	case FromBot:
 		n.RequestedByBot, n.RequestMessageID = r.UserID, r.Message

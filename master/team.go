@@ -76,7 +76,10 @@ type TeamView struct {
 	Budget      int64
 	Cost        Cost
 	WorkerModel string
-	Now         time.Time
+	// Presence is what the team's features did: its channel's notes,
+	// its reviews.
+	Presence TeamPresence
+	Now      time.Time
 }
 
 // ToolsLine is prefix and a role's tools list, or "" for none.

@@ -42,18 +42,21 @@ func (s *Store) ClaimOutbox(ctx context.Context, scope master.Scope, owner strin
 		FROM before WHERE o.id = before.id
 		RETURNING o.id, coalesce(o.session_id, 0), coalesce(o.turn_id, 0), o.kind, o.channel_id,
 		          coalesce(o.reply_to, ''), coalesce(o.mention, ''), o.content, o.buttons, o.part, o.nonce, o.attempts, o.created_at,
-		          before.maybe_sent_at, coalesce(o.file_name, ''), o.file_data`, n, lease, owner, scope.Of(), scope.Attached)
+		          before.maybe_sent_at, coalesce(o.file_name, ''), o.file_data, o.persona`, n, lease, owner, scope.Of(), scope.Attached)
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
 	}
 	msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.OutMessage, error) {
 		var m master.OutMessage
 		var maybe *time.Time
-		var buttons []byte
+		var buttons, persona []byte
 		err := r.Scan(&m.ID, &m.SessionID, &m.TurnID, &m.Kind, &m.ChannelID, &m.ReplyTo, &m.Mention, &m.Content, &buttons, &m.Part, &m.Nonce,
-			&m.Attempts, &m.CreatedAt, &maybe, &m.File.Name, &m.File.Data)
+			&m.Attempts, &m.CreatedAt, &maybe, &m.File.Name, &m.File.Data, &persona)
 		if err != nil {
 			return m, err
+		}
+		if m.Persona, err = scanPersona(persona); err != nil {
+			return m, fmt.Errorf("outbox %d persona: %w", m.ID, err)
 		}
 		m.MaybeSentAt = orZero(maybe)
 		if err := json.Unmarshal(buttons, &m.Buttons); err != nil {

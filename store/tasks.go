@@ -69,21 +69,22 @@ func enqueueTasks(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, round
 	// depends_on indexes can become ids within the same statement.
 	rows, err := tx.Query(ctx, `
 		WITH input AS MATERIALIZED (
-			SELECT b.ord, b.role, b.instruction, b.deps, b.atts,
+			SELECT b.ord, b.role, b.instruction, b.deps, b.atts, b.notes,
 			       nextval(pg_get_serial_sequence('tasks', 'id')) AS id
 			FROM (
 				SELECT * FROM jsonb_to_recordset($1::jsonb)
-					AS r(ord int, role text, instruction text, deps int[], atts bigint[])
+					AS r(ord int, role text, instruction text, deps int[], atts bigint[], notes bigint[])
 				ORDER BY ord
 			) b
 		), inserted AS (
-			INSERT INTO tasks (id, session_id, turn_id, round, role, instruction, depends_on, max_attempts, attachment_ids)
+			INSERT INTO tasks (id, session_id, turn_id, round, role, instruction, depends_on, max_attempts, attachment_ids, note_ids)
 			OVERRIDING SYSTEM VALUE
 			SELECT i.id, $2, $3, $4, i.role, i.instruction,
 			       coalesce((SELECT array_agg(d.id ORDER BY d.ord) FROM input d WHERE d.ord = ANY (i.deps)), '{}'), $5,
 			       -- only files of this turn
 			       coalesce((SELECT array_agg(a.id ORDER BY a.position) FROM attachments a
-			                 WHERE a.turn_id = $3 AND a.id = ANY (i.atts)), '{}')
+			                 WHERE a.turn_id = $3 AND a.id = ANY (i.atts)), '{}'),
+			       coalesce(i.notes, '{}')
 			FROM input i
 		)
 		SELECT id FROM input ORDER BY ord`, input, sessionID, turnID, round, attempts)
@@ -111,6 +112,7 @@ func batchJSON(tasks []master.NewTask) ([]byte, error) {
 		Instruction string  `json:"instruction"`
 		Deps        []int   `json:"deps"`
 		Atts        []int64 `json:"atts"`
+		Notes       []int64 `json:"notes,omitempty"`
 	}
 	batch := make([]row, len(tasks))
 	for i, t := range tasks {
@@ -135,7 +137,7 @@ func batchJSON(tasks []master.NewTask) ([]byte, error) {
 				deps = append(deps, d)
 			}
 		}
-		batch[i] = row{Ord: i, Role: t.Role, Instruction: cleanText(t.Instruction), Deps: deps, Atts: t.Attachments}
+		batch[i] = row{Ord: i, Role: t.Role, Instruction: cleanText(t.Instruction), Deps: deps, Atts: t.Attachments, Notes: t.Notes}
 	}
 	return marshalJSON(batch)
 }
@@ -280,7 +282,7 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput, error) {
 	var in master.TaskInput
 	b := &pgx.Batch{}
-	b.Queue(`SELECT goal, guild_id FROM sessions WHERE id = $1`, t.SessionID)
+	b.Queue(`SELECT s.goal, s.guild_id, `+taskNotesSQL+` FROM sessions s WHERE s.id = $1`, t.SessionID, t.ID)
 	b.Queue(`SELECT `+roleColumns+` FROM session_roles WHERE session_id = $1 AND name = $2`, t.SessionID, t.Role)
 	b.Queue(`SELECT name, description FROM session_roles
 		WHERE session_id = $1 AND name <> $2 ORDER BY position, name`, t.SessionID, t.Role)
@@ -294,7 +296,11 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 	b.Queue(toolCallsSQL, t.ID)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	if err := br.QueryRow().Scan(&in.Goal, &in.GuildID); err != nil {
+	var notes []byte
+	if err := br.QueryRow().Scan(&in.Goal, &in.GuildID, &notes); err != nil {
+		return in, fmt.Errorf("task input: session: %w", err)
+	}
+	if err := scanNotes(notes, &in.Notes); err != nil {
 		return in, fmt.Errorf("task input: session: %w", err)
 	}
 	rows, err := br.Query()

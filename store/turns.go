@@ -450,7 +450,7 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 			return fmt.Errorf("finish turn: question number: %w", err)
 		}
 	}
-	if err := queueTurnParts(ctx, tx, turn, f.Kind, seq, f.Parts); err != nil {
+	if err := queueTurnParts(ctx, tx, turn, f.Kind, seq, f.Parts, f.Personas...); err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
 	if err := s.enqueueBlocked(ctx, tx, turn, f.Kind); err != nil {
@@ -471,7 +471,7 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 // queueTurnParts writes a turn's reply (or its seq-th question) to the
 // outbox, part by part; only the first part replies to the turn's
 // message.
-func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind master.OutKind, seq int, texts []string) error {
+func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind master.OutKind, seq int, texts []string, personas ...*master.Persona) error {
 	n := len(texts)
 	replyTo, nonces, parts, contents := make([]string, n), make([]string, n), make([]int32, n), make([]string, n)
 	for i, p := range texts {
@@ -479,16 +479,20 @@ func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind maste
 		nonces[i] = outNonce(turn.ID, kind, seq, i)
 		contents[i] = cleanText(p)
 	}
+	faces, err := personaColumn(personas, n)
+	if err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
 	// A report's, a brief's or an API message's turn has no Discord
 	// message to reply to.
 	if turn.AuthorID != "" && !strings.HasPrefix(turn.MessageID, master.APIMessagePrefix) && n > 0 {
 		replyTo[0] = turn.MessageID
 	}
 	if _, err := tx.Exec(ctx, `
-		INSERT INTO outbox (session_id, turn_id, kind, channel_id, reply_to, content, part, nonce, seq)
-		SELECT $1, $2, $3, $4, nullif(p.reply_to, ''), p.content, p.part, p.nonce, $9
-		FROM unnest($5::text[], $6::text[], $7::int[], $8::text[]) AS p(content, reply_to, part, nonce)`,
-		turn.SessionID, turn.ID, kind, turn.ChannelID, contents, replyTo, parts, nonces, seq); err != nil {
+		INSERT INTO outbox (session_id, turn_id, kind, channel_id, reply_to, content, part, nonce, seq, persona)
+		SELECT $1, $2, $3, $4, nullif(p.reply_to, ''), p.content, p.part, p.nonce, $9, p.persona
+		FROM unnest($5::text[], $6::text[], $7::int[], $8::text[], $10::jsonb[]) AS p(content, reply_to, part, nonce, persona)`,
+		turn.SessionID, turn.ID, kind, turn.ChannelID, contents, replyTo, parts, nonces, seq, faces); err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
 	return nil

@@ -52,6 +52,8 @@ type (
 	TextInput = discordfake.TextInput
 	// UserAttachment is discordfake.UserAttachment.
 	UserAttachment = discordfake.UserAttachment
+	// Webhook is discordfake.Webhook.
+	Webhook = discordfake.Webhook
 )
 
 // Constants of discordfake.
@@ -68,6 +70,12 @@ const (
 	ResponseEditFollowup = discordfake.ResponseEditFollowup
 	// ResponseDeleteFollowup is discordfake.ResponseDeleteFollowup.
 	ResponseDeleteFollowup = discordfake.ResponseDeleteFollowup
+	// RouteListChannelWebhooks is discordfake.RouteListChannelWebhooks.
+	RouteListChannelWebhooks = discordfake.RouteListChannelWebhooks
+	// RouteCreateWebhook is discordfake.RouteCreateWebhook.
+	RouteCreateWebhook = discordfake.RouteCreateWebhook
+	// RouteExecuteWebhook is discordfake.RouteExecuteWebhook.
+	RouteExecuteWebhook = discordfake.RouteExecuteWebhook
 	// RouteGetGateway is discordfake.RouteGetGateway.
 	RouteGetGateway = discordfake.RouteGetGateway
 	// RouteGetGatewayBot is discordfake.RouteGetGatewayBot.

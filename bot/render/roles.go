@@ -93,6 +93,8 @@ func changeLine(c master.RoleChange) string {
 		what = fmt.Sprintf("set %s in %s", quoteNames(c.Names), where)
 	case master.RoleRemove:
 		what = fmt.Sprintf("removed %s from %s", quoteNames(c.Names), where)
+	case master.RoleFeatures:
+		what = fmt.Sprintf("changed %s in %s", strings.Join(c.Names, ", "), where)
 	default:
 		what = fmt.Sprintf("reset %s (removed %s)", where, master.Truncate(quoteNames(c.Names), 200))
 	}
@@ -106,4 +108,29 @@ func quoteNames(names []string) string {
 		q[i] = "`" + n + "`"
 	}
 	return strings.Join(q, ", ")
+}
+
+// Notes is /memory show's answer: a channel's notes, each with its
+// number, its text as inline code (a note renders no Markdown and
+// mentions nobody), who the master was answering and when it was last
+// remembered. It fits in one message: what does not fit is counted.
+func Notes(channelID string, notes []master.Note) string {
+	var b strings.Builder
+	if len(notes) == 0 {
+		return fmt.Sprintf("The teams of <#%s> keep no notes.", channelID)
+	}
+	fmt.Fprintf(&b, "**Notes the teams of <#%s> keep** (%d of at most %d; `/memory forget` removes one):\n", channelID, len(notes), master.MaxNotes)
+	for i, n := range notes {
+		line := fmt.Sprintf("• **%d** %s", n.ID, master.CodeSpan(n.Text))
+		if n.AuthorID != "" {
+			line += fmt.Sprintf(" · for <@%s>", n.AuthorID)
+		}
+		line += fmt.Sprintf(" · <t:%d:R>\n", n.UpdatedAt.Unix())
+		if !fits(&b, line, 40) {
+			fmt.Fprintf(&b, "…and %d more\n", len(notes)-i)
+			break
+		}
+		b.WriteString(line)
+	}
+	return strings.TrimRight(b.String(), "\n")
 }

@@ -48,6 +48,7 @@ func Team(v master.TeamView) Embed {
 		fmt.Fprintf(&members, "%s **%s** · `%s` · %s%s\n", stateIcon(m.State), m.Role.Name, model, m.State, master.ToolsLine(" · tools: ", m.Role.Tools))
 	}
 	e.Fields = append(e.Fields, EmbedField{Name: "Members", Value: members.String()})
+	e.Fields = append(e.Fields, presenceField(v))
 	if len(v.Reliability) > 0 {
 		var rel strings.Builder
 		for _, r := range v.Reliability {

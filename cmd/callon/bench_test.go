@@ -56,6 +56,8 @@ func TestBenchQuick(t *testing.T) {
 		"turn.direct": true, "turn.parallel3": true, "turn.parallel5": true, "turn.chain2": true, "turn.idle": false,
 		"context": false, "pickup": true, "burndown": false,
 		"scale.empty": false, "scale.dormant": false, "scale.active": false, "recovery": true,
+		"presence.off": true, "presence.memory": true, "presence.memory.remember": true, "presence.review": true,
+		"presence.review.merged": true, "presence.personas": true,
 	}
 	got := map[string]bool{}
 	for _, s := range rep.Stages {

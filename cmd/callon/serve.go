@@ -72,6 +72,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if err != nil {
 		return err
 	}
+	features := master.NewFeatureConfig(st, fileFeatures(cfg.Features))
 	if _, err := st.Migrate(ctx); err != nil {
 		return err
 	}
@@ -157,6 +158,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Caps:      master.SessionCaps{PerGuild: cfg.HandBack.MaxActiveSessions, PerUser: cfg.Caps.MaxUserSessions},
 			MaxQueued: cfg.Caps.MaxQueuedTurns, UserPerMinute: cfg.Caps.UserTurnsPerMinute,
 			TrustedBots: cfg.HandBack.TrustedBots, GuildTrustedBots: cfg.GuildTrustedBots, BotPerHour: cfg.HandBack.ReportCap,
+			Features: features.For,
 		}, st, roles.Roster).WithAttachments(master.AttachmentPolicy{
 			CDN: att.CDN(), MaxFile: att.MaxFile, MaxMessage: att.MaxMessage})
 		approvals := master.NewApprovals(st, log)
@@ -171,6 +173,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		if err != nil {
 			return err
 		}
+		b.WithPresence(features, master.NewMemoryAdmin(st), st, bot.Avatars{Base: cfg.PublicURL})
 		guildName = b.GuildName
 		checks["gateway"] = func(context.Context) string {
 			_, down := b.GatewayStatus()
@@ -183,10 +186,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth, ReportCap: cfg.HandBack.ReportCap,
 			Channels: b.Channels(), Service: svc, Guilds: b.Channels(), Archive: b.Messenger().Archive, Metrics: reg,
-			Vision: att.Vision(cfg.MasterModel), Instructions: cfg.MasterPrompt,
+			Vision: att.Vision(cfg.MasterModel), Instructions: cfg.MasterPrompt, Memory: st, Reviews: st,
 		}, st, masterModel, log)
 		out := b.Messenger()
-		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Metrics: reg}, st, out, log)
+		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Metrics: reg, Personas: st}, st, out, log)
 		pres := bot.NewPresenter(bot.PresenterConfig{Prices: prices}, st, out, log)
 		settler := bot.NewSettler(bot.SettlerConfig{}, st, out, log)
 		g.Go(func() error { return b.Run(ctx) })
