@@ -152,18 +152,12 @@ func (d *Dormancy) Run(ctx context.Context) error {
 	if d.cfg.Idle <= 0 {
 		return nil
 	}
-	t := time.NewTicker(proc.Jitter(d.cfg.Every))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if n, err := d.Sweep(ctx); err != nil && ctx.Err() == nil {
-				d.log.Warn("put idle teams to sleep", "slept", n, "err", err)
-			}
+	proc.Every(ctx, d.cfg.Every, func(ctx context.Context) {
+		if n, err := d.Sweep(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("put idle teams to sleep", "slept", n, "err", err)
 		}
-	}
+	})
+	return nil
 }
 
 // Sweep puts to sleep the teams idle for longer than Idle, and returns

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -21,5 +22,20 @@ func TestBackoffAndJitterBounds(t *testing.T) {
 	}
 	if Backoff(3, 0, 0) != 0 || Jitter(0) != 0 {
 		t.Error("zero durations must stay zero")
+	}
+}
+
+// Every runs its function after each wait until its context ends.
+func TestEveryRunsUntilCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	n := 0
+	Every(ctx, time.Millisecond, func(context.Context) {
+		if n++; n == 3 {
+			cancel()
+		}
+	})
+	if n != 3 {
+		t.Errorf("ran %d times, want 3 (then cancelled)", n)
 	}
 }

@@ -34,3 +34,19 @@ func Drain(ctx context.Context, flush func(context.Context) (int, error), batch 
 		t.Stop()
 	}
 }
+
+// Every runs f after each wait of d (jittered, from when f last returned)
+// until ctx ends: the loop of the background sweeps (dormancy,
+// retention).
+func Every(ctx context.Context, d time.Duration, f func(context.Context)) {
+	for {
+		t := time.NewTimer(Jitter(d))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+			f(ctx)
+		}
+	}
+}
