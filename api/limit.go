@@ -2,12 +2,12 @@ package api
 
 import (
 	"errors"
-	"net"
 	"net/http"
 	"sync"
 
 	"golang.org/x/time/rate"
 
+	"github.com/callonbot/callon/internal/ratelimit"
 	"github.com/callonbot/callon/webhook"
 )
 
@@ -16,29 +16,20 @@ import (
 // address for requests that fail the check (unsigned, forged, stale), so
 // that no amount of those can cost a signed caller a request.
 type limits struct {
-	caller       rate.Limit
-	callerBurst  int
-	unsigned     rate.Limit
-	unsignedBurn int
+	caller      rate.Limit
+	callerBurst int
+	unsigned    *ratelimit.PerAddr
 
-	mu       sync.Mutex
-	callers  map[string]*rate.Limiter
-	addrs    map[string]*rate.Limiter
-	overflow *rate.Limiter // addresses beyond maxAddrs share it
+	mu      sync.Mutex
+	callers map[string]*rate.Limiter
 }
 
-// maxAddrs bounds the addresses remembered; beyond it, the addresses
-// whose bucket is still in use share one bucket.
-const maxAddrs = 4096
-
 func newLimits(perMinute, burst, unsignedPerMinute, unsignedBurst int) *limits {
-	l := &limits{
+	return &limits{
 		caller: rate.Limit(float64(perMinute) / 60), callerBurst: burst,
-		unsigned: rate.Limit(float64(unsignedPerMinute) / 60), unsignedBurn: unsignedBurst,
-		callers: map[string]*rate.Limiter{}, addrs: map[string]*rate.Limiter{},
+		unsigned: ratelimit.NewPerAddr(rate.Limit(float64(unsignedPerMinute)/60), unsignedBurst),
+		callers:  map[string]*rate.Limiter{},
 	}
-	l.overflow = rate.NewLimiter(l.unsigned, l.unsignedBurn)
-	return l
 }
 
 // allowCaller takes a request from the bucket of an authenticated caller.
@@ -53,46 +44,10 @@ func (l *limits) allowCaller(caller string) bool {
 	return b.Allow()
 }
 
-// allowUnsigned takes a request that failed the signature check from its
-// address's bucket.
-func (l *limits) allowUnsigned(addr string) bool {
-	l.mu.Lock()
-	b := l.addrs[addr]
-	if b == nil {
-		if len(l.addrs) >= maxAddrs {
-			// A full bucket is as good as a new one: forget those.
-			for a, old := range l.addrs {
-				if old.Tokens() >= float64(l.unsignedBurn) {
-					delete(l.addrs, a)
-				}
-			}
-		}
-		if len(l.addrs) < maxAddrs {
-			b = rate.NewLimiter(l.unsigned, l.unsignedBurn)
-			l.addrs[addr] = b
-		} else {
-			b = l.overflow
-		}
-	}
-	l.mu.Unlock()
-	return b.Allow()
-}
-
-// clientAddr is the address a request came from: the connection's peer,
-// never a header the client writes (behind a proxy, every unsigned
-// request shares the proxy's bucket, which signed callers do not use).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
 // refuseUnsigned answers a request that failed the signature check:
 // 401 with what is wrong, or 429 once its address has had its share.
 func (h *Handler) refuseUnsigned(w http.ResponseWriter, r *http.Request, err error) {
-	if !h.limits.allowUnsigned(clientAddr(r)) {
+	if !h.limits.unsigned.Allow(ratelimit.ClientAddr(r)) {
 		w.Header().Set("Retry-After", "60")
 		writeError(w, http.StatusTooManyRequests, CodeRateLimited, "Too many requests that are not correctly signed from this address; try again in a minute.")
 		return

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/callonbot/callon/internal/ratelimit"
 	"github.com/callonbot/callon/master"
 )
 
@@ -55,7 +56,7 @@ type Dashboard struct {
 	pages  map[string]*template.Template
 	static http.Handler
 	hub    *hub
-	login  *rate.Limiter // failed sign-ins, over every client
+	login  *ratelimit.PerAddr // failed sign-ins, per client address
 	mux    *http.ServeMux
 }
 
@@ -83,7 +84,7 @@ func New(cfg Config, st Store, log *slog.Logger) *Dashboard {
 		pages:  parsePages(),
 		static: http.StripPrefix("/dashboard/static/", http.FileServerFS(sub)),
 		hub:    newHub(st, cfg.Poll),
-		login:  rate.NewLimiter(rate.Every(time.Second), 10),
+		login:  ratelimit.NewPerAddr(rate.Every(time.Second), 10),
 	}
 	d.mux = d.routes()
 	return d
@@ -186,7 +187,8 @@ func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // loginSubmit checks the operator's token (constant time; failures are
-// rate limited over every client) and signs the operator in.
+// rate limited per client address, so that nobody's wrong guesses keep
+// the operator out) and signs the operator in.
 func (d *Dashboard) loginSubmit(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
@@ -195,12 +197,13 @@ func (d *Dashboard) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := r.PostForm.Get("next")
-	if d.login.Tokens() < 1 {
+	addr := ratelimit.ClientAddr(r)
+	if d.login.Exhausted(addr) {
 		d.renderLogin(w, r, http.StatusTooManyRequests, "Too many attempts: wait a few seconds and try again.", next)
 		return
 	}
 	if !tokenEqual(r.PostForm.Get("token"), d.cfg.Token) {
-		d.login.Allow() // only failures spend the budget
+		d.login.Allow(addr) // only failures spend the budget
 		d.renderLogin(w, r, http.StatusUnauthorized, "That token is not the dashboard's.", next)
 		return
 	}

@@ -37,6 +37,7 @@ type world struct {
 	st  *store.Store
 	dc  *discordtest.Server
 	srv *httptest.Server
+	d   *dashboard.Dashboard
 	a   string // guild ids
 	b   string
 }
@@ -55,6 +56,7 @@ func setup(t *testing.T) *world {
 	d = dashboard.New(dashboard.Config{Token: token, Poll: 50 * time.Millisecond,
 		OAuth: &dashboard.OAuth{ClientID: w.dc.AppID(), ClientSecret: w.dc.OAuthClientSecret(),
 			RedirectURL: w.srv.URL + "/dashboard/auth/callback", DiscordURL: w.dc.URL()}}, w.st, nil)
+	w.d = d
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = d.Run(ctx) }()
@@ -425,5 +427,36 @@ func TestTeamPageShowsMemory(t *testing.T) {
 	if !strings.Contains(body, "Channel memory") || !strings.Contains(body, "Launch &lt;b onmouseover=alert(1)&gt;March 3&lt;/b&gt;") ||
 		!strings.Contains(body, "review on") {
 		t.Errorf("the team page does not show the note, escaped, and the features:\n%s", body)
+	}
+}
+
+// Wrong tokens spend the sign-in budget of their own address only: a
+// stranger guessing cannot keep the operator out of the form.
+func TestFailedSignInsCostTheirAddressOnly(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	post := func(addr, tok string) int {
+		req := httptest.NewRequest(http.MethodPost, "/dashboard/login", strings.NewReader("token="+tok+"&next=%2Fdashboard%2F"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.RemoteAddr = addr + ":50000"
+		rec := httptest.NewRecorder()
+		w.d.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	limited := false
+	for range 30 {
+		if post("203.0.113.9", "guess") == http.StatusTooManyRequests {
+			limited = true
+			break
+		}
+	}
+	if !limited {
+		t.Fatal("30 wrong tokens from one address were all answered 401, want 429 once its budget is spent")
+	}
+	if code := post("203.0.113.9", token); code != http.StatusTooManyRequests {
+		t.Errorf("the right token from the guessing address = %d, want 429 while its budget is spent", code)
+	}
+	if code := post("198.51.100.7", token); code != http.StatusSeeOther {
+		t.Errorf("the operator's sign-in from another address = %d, want 303: a stranger's guesses kept the operator out", code)
 	}
 }
