@@ -33,7 +33,65 @@ func (s *Store) ClaimOutbox(ctx context.Context, owner string, n int, lease time
 			WHERE NOT EXISTS (SELECT 1 FROM outbox e
 			                  WHERE e.channel_id = c.channel_id AND e.state = 'pending' AND e.id < c.id
 			                    AND e.id NOT IN (SELECT id FROM candidate))
-		), before AS (
+		)`+claimOutbox, n, lease, owner)
+	msgs, err := collectOutbox(rows, err)
+	if err != nil {
+		return nil, fmt.Errorf("claim outbox: %w", err)
+	}
+	return msgs, nil
+}
+
+// ProbeOutbox leases to owner the one message a probe tries while sends
+// fail: the first pending message of its channel (never one behind
+// another), one never tried if there is one, else the one tried least
+// recently, whatever its retry wait. ok is false when there is none (or
+// every channel's first is claimed by someone right now).
+func (s *Store) ProbeOutbox(ctx context.Context, owner string, lease time.Duration) (m master.OutMessage, ok bool, err error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH claim AS (
+			SELECT o.id FROM outbox o
+			WHERE o.state = 'pending' AND (o.lease_owner IS NULL OR o.lease_until < now())
+			  AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.channel_id = o.channel_id AND e.state = 'pending' AND e.id < o.id)
+			ORDER BY o.tried_at NULLS FIRST, o.id
+			LIMIT $1
+			FOR UPDATE SKIP LOCKED
+		)`+claimOutbox, 1, lease, owner)
+	msgs, err := collectOutbox(rows, err)
+	if err != nil || len(msgs) == 0 {
+		if err != nil {
+			err = fmt.Errorf("probe outbox: %w", err)
+		}
+		return master.OutMessage{}, false, err
+	}
+	return msgs[0], true, nil
+}
+
+// ShortenWaits brings every pending message's retry forward to at most
+// within after its last failed try (to now for those tried longer ago),
+// and returns how many it changed: Discord answered again, so what waited
+// for it goes at once, while a message that keeps failing on its own
+// (a channel of its own trouble) is still tried at most once per within.
+func (s *Store) ShortenWaits(ctx context.Context, within time.Duration) (int, error) {
+	tag, err := s.pool.Exec(ctx, `
+		WITH waiting AS (
+			SELECT id FROM outbox
+			WHERE state = 'pending' AND lease_owner IS NULL AND lease_until > now()
+			ORDER BY id
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE outbox o SET lease_until = greatest(now(), coalesce(o.tried_at + $1::interval, now()))
+		FROM waiting w
+		WHERE o.id = w.id AND o.lease_until > greatest(now(), coalesce(o.tried_at + $1::interval, now()))`, within)
+	if err != nil {
+		return 0, fmt.Errorf("shorten outbox waits: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// claimOutbox ends a claim's statement, after a CTE claim(id) of the
+// rows to lease: it leases them ($2, $3), records that a send may follow
+// (maybe_sent_at), and returns them with the value from before.
+const claimOutbox = `, before AS (
 			SELECT o.id, o.maybe_sent_at FROM outbox o JOIN claim ON claim.id = o.id
 		)
 		UPDATE outbox o SET lease_until = now() + $2::interval, lease_owner = $3,
@@ -41,9 +99,12 @@ func (s *Store) ClaimOutbox(ctx context.Context, owner string, n int, lease time
 		FROM before WHERE o.id = before.id
 		RETURNING o.id, coalesce(o.session_id, 0), coalesce(o.turn_id, 0), o.kind, o.channel_id,
 		          coalesce(o.reply_to, ''), coalesce(o.mention, ''), o.content, o.buttons, o.part, o.nonce, o.attempts, o.created_at,
-		          before.maybe_sent_at`, n, lease, owner)
+		          before.maybe_sent_at`
+
+// collectOutbox reads the rows of a claim, in id order.
+func collectOutbox(rows pgx.Rows, err error) ([]master.OutMessage, error) {
 	if err != nil {
-		return nil, fmt.Errorf("claim outbox: %w", err)
+		return nil, err
 	}
 	msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.OutMessage, error) {
 		var m master.OutMessage
@@ -61,7 +122,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, owner string, n int, lease time
 		return m, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim outbox: %w", err)
+		return nil, err
 	}
 	// RETURNING does not keep the claim's order.
 	slices.SortFunc(msgs, func(a, b master.OutMessage) int { return cmp.Compare(a.ID, b.ID) })
@@ -120,7 +181,7 @@ func (s *Store) MarkSent(ctx context.Context, id int64, discordID string) error 
 // retried after retryIn, or marked failed when permanent.
 func (s *Store) MarkUnsent(ctx context.Context, id int64, reason string, retryIn time.Duration, permanent bool) error {
 	_, err := s.pool.Exec(ctx, `
-		UPDATE outbox SET attempts = attempts + 1, error = $2, lease_owner = NULL,
+		UPDATE outbox SET attempts = attempts + 1, error = $2, lease_owner = NULL, tried_at = now(),
 		       state = CASE WHEN $4 THEN 'failed' ELSE state END,
 		       lease_until = CASE WHEN $4 THEN NULL ELSE now() + $3::interval END
 		WHERE id = $1 AND state = 'pending'`, id, master.CleanText(reason), retryIn, permanent)
