@@ -32,9 +32,9 @@ func (d *flakyDiscord) Send(_ context.Context, m master.OutMessage) (string, err
 	return m.Nonce, nil
 }
 func (d *flakyDiscord) Find(context.Context, master.OutMessage) (string, error) { return "", nil }
-func (d *flakyDiscord) Edit(context.Context, string, string, string) error    { return nil }
-func (d *flakyDiscord) Typing(context.Context, string) error                  { return nil }
-func (d *flakyDiscord) Archive(context.Context, string) error                 { return nil }
+func (d *flakyDiscord) Edit(context.Context, string, string, string) error      { return nil }
+func (d *flakyDiscord) Typing(context.Context, string) error                    { return nil }
+func (d *flakyDiscord) Archive(context.Context, string) error                   { return nil }
 
 func (d *flakyDiscord) set(down bool) (tries int) {
 	d.mu.Lock()
