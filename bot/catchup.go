@@ -25,7 +25,7 @@ func (b *Bot) onReady(s *discordgo.Session, r *discordgo.Ready) {
 	if count > 1 {
 		handles = func(guildID string) bool { return ShardOf(guildID, count) == shardID }
 	}
-	b.goWork(10*time.Minute, func(ctx context.Context) {
+	b.goBackground(10*time.Minute, func(ctx context.Context) {
 		n, err := b.svc.CatchUp(ctx, b, ready, handles)
 		switch {
 		case err != nil && ctx.Err() == nil:

@@ -64,6 +64,8 @@ type Server struct {
 	revoked    bool // RevokeToken was called
 	outage     bool // StopGateway was called, StartGateway not since
 	intents    discordgo.Intent
+
+	onAck func(*Interaction) // see OnAck
 }
 
 // New starts a fake Discord and stops it when the test ends.
