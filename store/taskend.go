@@ -211,7 +211,7 @@ func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err err
 	if err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
-	requeued, failed, sessions, err := sweepExpired(ctx, tx, dead)
+	requeued, failed, sessions, err := s.takeBack(ctx, tx, dead)
 	if err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
@@ -223,14 +223,6 @@ func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err err
 	}
 	requeued += len(resumed)
 	sessions = append(sessions, resumed...)
-	if len(dead) > 0 {
-		taken, err := takeOver(ctx, tx, dead)
-		if err != nil {
-			return 0, 0, fmt.Errorf("sweep expired: %w", err)
-		}
-		sessions = append(sessions, taken...)
-		s.logger.Info("took over the work of dead processes", "owners", dead, "sessions", len(taken), "tasks", requeued+failed)
-	}
 	if err := notify(ctx, tx, sessions...); err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
@@ -238,6 +230,25 @@ func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err err
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
 	return requeued, failed, nil
+}
+
+// takeBack queues again (or fails) the tasks whose lease expired and
+// those of the dead owners, frees the dead owners' master leases and
+// outbox claims, and returns the sessions concerned, to wake.
+func (s *Store) takeBack(ctx context.Context, tx pgx.Tx, dead []string) (requeued, failed int, sessions []int64, err error) {
+	requeued, failed, sessions, err = sweepExpired(ctx, tx, dead)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if len(dead) > 0 {
+		taken, err := takeOver(ctx, tx, dead)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		sessions = append(sessions, taken...)
+		s.logger.Info("took over the work of dead processes", "owners", dead, "sessions", len(taken), "tasks", requeued+failed)
+	}
+	return requeued, failed, sessions, nil
 }
 
 func sweepExpired(ctx context.Context, tx pgx.Tx, dead []string) (requeued, failed int, sessions []int64, err error) {

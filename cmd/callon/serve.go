@@ -100,6 +100,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return listener.Run(ctx) })
 	g.Go(func() error { return live.Run(ctx) })
+	g.Go(func() error { return live.Watch(ctx) })
 	g.Go(func() error { checkModels(ctx, model, cfg, log); return nil })
 	// Every process may purge; one at a time does (an advisory lock).
 	retention := master.NewRetention(master.RetentionConfig{Keep: cfg.Caps.Retention}, st, log)
