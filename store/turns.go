@@ -440,7 +440,11 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 	if err := s.enqueueBlocked(ctx, tx, turn, f.Kind); err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE turns SET state = $2, updated_at = now() WHERE id = $1`, turn.ID, f.State); err != nil {
+	// A question closes any other turn waiting for an answer: at most one
+	// turn waits, the one that asked last, so an answer is never taken
+	// for the wrong question.
+	if _, err := tx.Exec(ctx, `UPDATE turns SET state = CASE WHEN id = $1 THEN $2 ELSE 'done' END, updated_at = now()
+		WHERE id = $1 OR ($2 = 'waiting' AND session_id = $3 AND state = 'waiting')`, turn.ID, f.State, g.SessionID); err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
 	if err := addUsage(ctx, tx, g.SessionID, f.Usage); err != nil {
