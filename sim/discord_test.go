@@ -26,11 +26,11 @@ type discord struct {
 	dc   *discordtest.Server
 	next *bot.Messenger
 
-	mu        sync.Mutex
-	refused   map[string]bool // nonces Discord refused for good
-	faults    bool            // inject faults; off while the sequence settles
-	down      bool            // an outage of message posts
-	inSend    bool            // a send is under way: no second sender inside it
+	mu      sync.Mutex
+	refused map[string]bool // nonces Discord refused for good
+	faults  bool            // inject faults; off while the sequence settles
+	down    bool            // an outage of message posts
+	inSend  bool            // a send is under way: no second sender inside it
 }
 
 func newDiscord(s *sequence) *discord {
@@ -88,7 +88,9 @@ func (d *discord) Send(ctx context.Context, m master.OutMessage) (string, error)
 	return id, err
 }
 
-func (d *discord) Find(ctx context.Context, m master.OutMessage) (string, error) { return d.next.Find(ctx, m) }
+func (d *discord) Find(ctx context.Context, m master.OutMessage) (string, error) {
+	return d.next.Find(ctx, m)
+}
 func (d *discord) Edit(ctx context.Context, ch, id, content string) error {
 	return d.next.Edit(ctx, ch, id, content)
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
-
 )
 
 // watchTransitions installs triggers in the sequence's database that

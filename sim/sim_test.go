@@ -127,11 +127,11 @@ type sequence struct {
 	// when the team was dissolved; -1 while it is not.
 	dissolvedAt int
 	texts       int
-	nextID    int64
-	messages  []string        // user message ids, in the order posted
-	answers   map[string]bool // messages recorded as answers to a question
-	downloads map[string]int  // downloads of each file, by URL
-	trace     []string
+	nextID      int64
+	messages    []string        // user message ids, in the order posted
+	answers     map[string]bool // messages recorded as answers to a question
+	downloads   map[string]int  // downloads of each file, by URL
+	trace       []string
 }
 
 func newSequence(t *testing.T, seed uint64) *sequence {
