@@ -249,7 +249,7 @@ func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
 	age := d.cfg.Now().Sub(m.CreatedAt)
 	// Discord refusing a message for good still answered: what waits for
 	// it to come back need not.
-	d.probing.Store(!errors.Is(err, ErrPermanent))
+	wasProbing := d.probing.Swap(!errors.Is(err, ErrPermanent))
 	permanent := errors.Is(err, ErrPermanent) || age > d.cfg.RetryFor
 	retry := Backoff(m.Attempts+1, time.Second, d.cfg.MaxRetryDelay)
 	switch {
@@ -257,8 +257,11 @@ func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
 		log.Error("message given up: Discord refuses it", "attempt", m.Attempts+1, "err", err)
 	case permanent:
 		log.Error("message given up: still failing after its retry period", "attempt", m.Attempts+1, "age", age.Round(time.Second), "err", err)
+	case wasProbing:
+		// Still down: said once, when the probing began.
+		log.Debug("send message; still failing", "attempt", m.Attempts+1, "err", err)
 	default:
-		log.Warn("send message; retrying", "attempt", m.Attempts+1, "retry_in", retry, "err", err)
+		log.Warn("send message; retrying, one message at a time until Discord answers", "attempt", m.Attempts+1, "retry_in", retry, "err", err)
 	}
 	result := "retry"
 	if permanent {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"runtime/trace"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/callonbot/callon/config"
 	"github.com/callonbot/callon/internal/bench"
@@ -128,4 +130,27 @@ func (o *benchOptions) declare(fs *flag.FlagSet, sizes *bench.Sizes) {
 	fs.IntVar(&sizes.ActiveSessions, "active-sessions", sizes.ActiveSessions, "sessions with a turn in flight at once")
 	fs.IntVar(&sizes.DormantSessions, "dormant-sessions", sizes.DormantSessions, "active sessions with nothing to do")
 	fs.IntVar(&sizes.Kills, "kills", sizes.Kills, "process deaths of the recovery stage")
+	fs.DurationVar(&sizes.RecoveryLatency, "recovery-latency", sizes.RecoveryLatency, "how long each model call takes in the recovery stage")
+	fs.Func("outages", "comma-separated lengths of the outages of the outage stage (default "+durations(sizes.Outages)+")", func(v string) error {
+		sizes.Outages = nil
+		for _, f := range strings.Split(v, ",") {
+			d, err := time.ParseDuration(strings.TrimSpace(f))
+			if err != nil || d <= 0 {
+				return fmt.Errorf("%q is not a positive duration", f)
+			}
+			sizes.Outages = append(sizes.Outages, d)
+		}
+		return nil
+	})
+	fs.IntVar(&sizes.OutageTeams, "outage-teams", sizes.OutageTeams, "teams writing during each outage")
+	fs.IntVar(&sizes.Shutdowns, "shutdowns", sizes.Shutdowns, "stops of the shutdown stage")
+}
+
+// durations lists ds as a flag takes them.
+func durations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.String()
+	}
+	return strings.Join(parts, ",")
 }

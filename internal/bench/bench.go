@@ -6,7 +6,9 @@
 // parallel turns and of a chain, with the Discord REST calls and Postgres
 // statements each costs; task pickup and burn-down through the real
 // worker pool; the memory and goroutines of many sessions; the master's
-// prompt as a session grows; and recovery after a process is killed.
+// prompt as a session grows; recovery after a process is killed, after
+// an outage of Discord's message posts, and what a stop does to work
+// callon acknowledged. Stages with a target print it beside the figure.
 //
 // Figures belong in README and in this report, never in timed assertions:
 // the smoke test checks that every stage runs and reports samples.
@@ -44,21 +46,33 @@ type Sizes struct {
 	// are active teams with nothing to do.
 	ActiveSessions  int `json:"active_sessions"`
 	DormantSessions int `json:"dormant_sessions"`
-	// Kills is how many simulated process deaths the recovery stage has.
-	Kills int `json:"kills"`
+	// Kills is how many simulated process deaths the recovery stage has;
+	// RecoveryLatency is how long each model call takes there.
+	Kills           int           `json:"kills"`
+	RecoveryLatency time.Duration `json:"recovery_latency_ns"`
+	// Outages are the lengths of the outages of Discord's message posts
+	// the outage stage measures the recovery from, each in a world of its
+	// own with OutageTeams teams, at once.
+	Outages     []time.Duration `json:"outages_ns"`
+	OutageTeams int             `json:"outage_teams"`
+	// Shutdowns is how many times the shutdown stage stops callon at the
+	// instant its acknowledgements of a click and a form went out.
+	Shutdowns int `json:"shutdowns"`
 }
 
 // DefaultSizes are the sizes of a default run: a few minutes on two cores.
 func DefaultSizes() Sizes {
 	return Sizes{Turns: 30, ContextTurns: 100, PickupTasks: 1000, PickupRate: 200, BurnTasks: 20000,
-		ActiveSessions: 1000, DormantSessions: 10000, Kills: 4}
+		ActiveSessions: 1000, DormantSessions: 10000, Kills: 10, RecoveryLatency: time.Second,
+		Outages: []time.Duration{90 * time.Second, 10 * time.Minute}, OutageTeams: 10, Shutdowns: 5}
 }
 
 // QuickSizes are small sizes, for the smoke test: every stage runs and
 // reports samples in a few seconds.
 func QuickSizes() Sizes {
 	return Sizes{Turns: 2, ContextTurns: 6, PickupTasks: 10, PickupRate: 200, BurnTasks: 50,
-		ActiveSessions: 5, DormantSessions: 20, Kills: 1}
+		ActiveSessions: 5, DormantSessions: 20, Kills: 1, RecoveryLatency: 100 * time.Millisecond,
+		Outages: []time.Duration{2 * time.Second}, OutageTeams: 2, Shutdowns: 1}
 }
 
 // Deps is what the bench needs from the program that runs it.
@@ -79,7 +93,7 @@ type Deps struct {
 
 // Stages lists the stage names in the order they run; Run's only picks
 // some of them.
-var Stages = []string{"turns", "context", "pickup", "burndown", "scale", "recovery"}
+var Stages = []string{"turns", "context", "pickup", "burndown", "scale", "recovery", "outage", "shutdown"}
 
 // Report is what a run measured.
 type Report struct {
@@ -110,6 +124,16 @@ type StageResult struct {
 	Latency *Dist `json:"latency_ms,omitempty"`
 	// Values are the stage's other figures, each named with its unit.
 	Values []Value `json:"values,omitempty"`
+	// Target is the figure the stage is held to, in words ("p50 ≤ 1 s");
+	// Met says whether this run met it.
+	Target string `json:"target,omitempty"`
+	Met    *bool  `json:"met,omitempty"`
+}
+
+// target sets the stage's target and whether it was met.
+func (s StageResult) target(what string, met bool) StageResult {
+	s.Target, s.Met = what, &met
+	return s
 }
 
 // Value is one named figure.
@@ -164,7 +188,7 @@ func Run(ctx context.Context, deps Deps, sizes Sizes, only []string) (*Report, e
 	b := &bench{deps: deps, sizes: sizes}
 	runs := map[string]func(context.Context) ([]StageResult, error){
 		"turns": b.turns, "context": b.contextGrowth, "pickup": b.pickup, "burndown": b.burndown,
-		"scale": b.scale, "recovery": b.recovery,
+		"scale": b.scale, "recovery": b.recovery, "outage": b.outages, "shutdown": b.shutdown,
 	}
 	for _, name := range Stages {
 		if len(only) > 0 && !slices.Contains(only, name) {
@@ -226,6 +250,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		var vals []string
 		for _, v := range s.Values {
 			vals = append(vals, fmt.Sprintf("%s %s %s", v.Name, num(v.Value), v.Unit))
+		}
+		if s.Target != "" {
+			verdict := "met"
+			if s.Met != nil && !*s.Met {
+				verdict = "NOT met"
+			}
+			vals = append(vals, fmt.Sprintf("target %s: %s", s.Target, verdict))
 		}
 		fmt.Fprintf(&b, "%-18s %7d %9s %9s %9s  %s\n", s.Name, s.Samples, p50, p95, p99, strings.Join(vals, " · "))
 	}

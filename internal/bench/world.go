@@ -28,6 +28,9 @@ type world struct {
 
 	statements atomic.Int64 // of the in-process app
 	stop       func() error // stops the in-process app; nil when none runs
+	// sigterm asks the in-process app to stop, as SIGTERM does, and
+	// returns at once; stop then waits for it.
+	sigterm func()
 }
 
 // commandCount is how many slash commands callon registers; the app is
@@ -68,6 +71,7 @@ func (w *world) start(ctx context.Context) error {
 	done := make(chan error, 1)
 	env := maps.Clone(w.env)
 	go func() { done <- w.b.deps.Start(ctx, env, &w.statements) }()
+	w.sigterm = cancel
 	w.stop = func() error {
 		cancel()
 		select {
