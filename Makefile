@@ -1,4 +1,4 @@
-# The README's test command is `make test`; .ci/run calls exactly that.
+# The test command of docs/development.md is `make test`; .ci/run calls exactly that.
 GO ?= go
 PKGS ?= ./...
 

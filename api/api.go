@@ -93,7 +93,7 @@ func New(cfg Config, svc Service, logger *slog.Logger) *Handler {
 	mux.HandleFunc("POST /v1/sessions/{id}/messages", h.counted("message", h.signed(h.message)))
 	mux.HandleFunc("GET /v1/sessions/{id}", h.counted("session", h.signed(h.session)))
 	mux.HandleFunc("/v1/", h.counted("other", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, CodeNotFound, "There is no such endpoint: see README, \"Inbound API\".")
+		writeError(w, http.StatusNotFound, CodeNotFound, "There is no such endpoint: see docs/api.md, \"Inbound API\".")
 	}))
 	h.mux = mux
 	return h
@@ -154,7 +154,7 @@ func (h *Handler) signed(next func(w http.ResponseWriter, r request) error) http
 			return
 		case err != nil:
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized,
-				"The request is not signed with CALLON_API_SECRET: see README, \"Inbound API\", for the webhook-id, webhook-timestamp and webhook-signature headers.")
+				"The request is not signed with CALLON_API_SECRET: see docs/api.md, \"Inbound API\", for the webhook-id, webhook-timestamp and webhook-signature headers.")
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)

@@ -5,7 +5,7 @@ import "strings"
 // DefaultAPIRate is how many requests a minute one process's API takes.
 const DefaultAPIRate = 120
 
-// API is the inbound HTTP API (README, "Inbound API").
+// API is the inbound HTTP API (docs/api.md, "Inbound API").
 type API struct {
 	// Secret is CALLON_API_SECRET: the HMAC key of requests and of the
 	// callbacks' events; "" turns the API off. Secret.

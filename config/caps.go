@@ -10,7 +10,7 @@ import (
 )
 
 // Caps bound what people may make callon spend, and how long it keeps
-// what it did (README "Limits and cost"). CALLON_MAX_ACTIVE_SESSIONS is
+// what it did (docs/limits.md). CALLON_MAX_ACTIVE_SESSIONS is
 // in HandBack and CALLON_MAX_SESSION_TOKENS in Limits, where they began.
 type Caps struct {
 	MaxUserSessions    int              // CALLON_MAX_USER_SESSIONS: active teams one person may run in a guild; 0: no cap

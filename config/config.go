@@ -14,7 +14,8 @@ import (
 	"time"
 )
 
-// Defaults for the operator contract; README.md documents each one.
+// Defaults for the operator contract; docs/configuration.md documents
+// each one.
 const (
 	DefaultDiscordAPIURL   = "https://discord.com"
 	DefaultOpenAIBaseURL   = "https://api.openai.com/v1"

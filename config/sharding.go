@@ -11,7 +11,7 @@ import (
 // bot (Discord recommends one shard per 1,000 guilds or so).
 const maxShards = 10000
 
-// Sharding splits the bot's gateway connections (README "Sharding").
+// Sharding splits the bot's gateway connections (docs/operating.md, "Sharding").
 type Sharding struct {
 	// Count is DISCORD_SHARD_COUNT: the shards over all processes, 1 by
 	// default (one unsharded connection); 0 ("auto") takes Discord's

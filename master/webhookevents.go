@@ -3,7 +3,7 @@ package master
 import "time"
 
 // callon's webhook payloads: a public format that outside dispatchers
-// parse (README, "Webhooks for outside dispatchers"). Fields are never
+// parse (docs/api.md, "Webhooks for outside dispatchers"). Fields are never
 // renamed or removed; new ones may be added. The builders are pure: the
 // store calls them inside the transaction of the change an event reports.
 

@@ -117,11 +117,11 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-// README's test vector, computed with openssl as README shows.
+// The test vector of docs/api.md, computed with openssl as it shows.
 func TestREADMEVector(t *testing.T) {
 	t.Parallel()
 	if got := webhook.SignV1("api-secret-0123456789", "msg_1", 1700000000, []byte(`{"a":1}`)); got != "v1,O+uwObbqd6BgudSvBkahfpGxCb4kd/ClD1UynduwRpo=" {
-		t.Errorf("SignV1 = %s, want README's vector", got)
+		t.Errorf("SignV1 = %s, want the vector of docs/api.md", got)
 	}
 }
 

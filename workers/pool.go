@@ -70,7 +70,7 @@ type Store interface {
 // store can produce it without importing workers.
 type TaskInput = master.TaskInput
 
-// Defaults for the zero fields of Config (README, Configuration, has the
+// Defaults for the zero fields of Config (docs/configuration.md has the
 // matching variables).
 const (
 	// DefaultSlots lets a full team fan out in one wave: a slot waits on

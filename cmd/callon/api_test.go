@@ -20,7 +20,7 @@ import (
 
 const apiSecret = "api-secret-0123456789"
 
-// apiClient signs requests to callon's API the way README shows.
+// apiClient signs requests to callon's API the way docs/api.md shows.
 type apiClient struct {
 	t    *testing.T
 	base string
@@ -129,7 +129,7 @@ func setupAPI(t *testing.T, script llmtest.Script, env ...string) (*world, *apiC
 	return w, &apiClient{t: t, base: "http://" + addr}
 }
 
-// The worked example of README "Several deployments": a dispatcher
+// The worked example of docs/api.md, "Several deployments": a dispatcher
 // calls POST /v1/dispatch with a callback, the team in #random works,
 // and the callback receives its report. Concurrent requests with one
 // idempotency key start one team.

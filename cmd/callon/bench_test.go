@@ -17,7 +17,7 @@ import (
 // `callon bench --quick --json` runs every stage against the fakes on a
 // database of its own and reports samples for each. Only the shape of
 // the report is checked, never how fast anything was: figures belong in
-// README, not in assertions.
+// docs/performance.md, not in assertions.
 func TestBenchQuick(t *testing.T) {
 	t.Parallel()
 	url := storetest.URL(t) // the bench creates databases of its own beside it

@@ -398,17 +398,17 @@ func TestRolesFileCheckedAtStart(t *testing.T) {
 	}
 }
 
-// TestReadmeRolesExample keeps the README's roles file valid.
+// TestReadmeRolesExample keeps the roles file of docs/roles.md valid.
 func TestReadmeRolesExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/roles.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(readme), "```yaml\n")
 	example, _, ok2 := strings.Cut(rest, "```")
 	if !ok || !ok2 {
-		t.Fatal("README.md has no yaml example")
+		t.Fatal("docs/roles.md has no yaml example")
 	}
 	path := filepath.Join(t.TempDir(), "roles.yaml")
 	if err := os.WriteFile(path, []byte(example), 0o600); err != nil {
@@ -416,12 +416,12 @@ func TestReadmeRolesExample(t *testing.T) {
 	}
 	cfg := config.Load(func(k string) string { return map[string]string{"CALLON_ROLES_FILE": path}[k] })
 	if err := cfg.Validate(0); err != nil {
-		t.Fatalf("README example: %v", err)
+		t.Fatalf("docs/roles.md example: %v", err)
 	}
 	if _, _, err := rolesConfig(cfg, nil); err != nil {
-		t.Fatalf("README example: %v", err)
+		t.Fatalf("docs/roles.md example: %v", err)
 	}
 	if len(cfg.Roles) != 3 {
-		t.Errorf("README example: got %d rosters, want 3 (default, server, channel)", len(cfg.Roles))
+		t.Errorf("docs/roles.md example: got %d rosters, want 3 (default, server, channel)", len(cfg.Roles))
 	}
 }

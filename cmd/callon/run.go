@@ -34,7 +34,7 @@ Usage:
 
 Every command takes --help. Configuration comes from the environment and,
 when it exists, a .env file in the working directory (CALLON_ENV_FILE names
-another; the environment wins); see README.md.
+another; the environment wins); see docs/configuration.md.
 `
 
 // run is the whole program; main only hands it the process's world. An

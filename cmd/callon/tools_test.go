@@ -244,12 +244,13 @@ func TestRolesSetTools(t *testing.T) {
 	}
 }
 
-// TestReadmeToolsExamples keeps the README's roles files with MCP
-// servers valid: parsed, and every role's tools naming a declared
+// TestReadmeToolsExamples keeps the roles files with MCP servers of
+// docs/roles.md
+// valid: parsed, and every role's tools naming a declared
 // server (no server is started).
 func TestReadmeToolsExamples(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/roles.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,18 +268,18 @@ func TestReadmeToolsExamples(t *testing.T) {
 		env := map[string]string{"CALLON_ROLES_FILE": path, "TICKETS_TOKEN": "t"}
 		cfg := config.Load(func(k string) string { return env[k] })
 		if err := cfg.Validate(0); err != nil {
-			t.Fatalf("README example %d: %v", found, err)
+			t.Fatalf("docs/roles.md example %d: %v", found, err)
 		}
 		m, err := newTools(cfg, slog.New(slog.DiscardHandler))
 		if err != nil {
-			t.Fatalf("README example %d: %v", found, err)
+			t.Fatalf("docs/roles.md example %d: %v", found, err)
 		}
 		t.Cleanup(func() { closeTools(m, slog.New(slog.DiscardHandler)) })
 		if _, _, err := rolesConfig(cfg, catalog{m: m, servers: cfg.MCPServers}); err != nil {
-			t.Fatalf("README example %d: %v", found, err)
+			t.Fatalf("docs/roles.md example %d: %v", found, err)
 		}
 	}
 	if found < 2 {
-		t.Errorf("found %d README examples with mcp_servers, want the worked example and the remote one", found)
+		t.Errorf("found %d docs/roles.md examples with mcp_servers, want the worked example and the remote one", found)
 	}
 }

@@ -10,7 +10,7 @@
 // an outage of Discord's message posts, and what a stop does to work
 // callon acknowledged. Stages with a target print it beside the figure.
 //
-// Figures belong in README and in this report, never in timed assertions:
+// Figures belong in docs/performance.md and in this report, never in timed assertions:
 // the smoke test checks that every stage runs and reports samples.
 package bench
 
