@@ -10,7 +10,6 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/callonbot/callon/config"
@@ -72,13 +71,14 @@ func benchCmd(ctx context.Context, cfg config.Config, args []string, stdout, std
 	}
 	deps := bench.Deps{
 		DatabaseURL: cfg.DatabaseURL,
-		Start: func(ctx context.Context, env map[string]string, statements *atomic.Int64) error {
+		Start: func(ctx context.Context, env map[string]string, opts ...store.Option) error {
 			cfg := config.Load(func(k string) string { return env[k] })
 			if err := cfg.Validate(config.NeedDatabase | config.NeedDiscord | config.NeedLLM); err != nil {
 				return err
 			}
-			return serve(ctx, cfg, newLogger(cfg, stderr), true, store.WithStatementCounter(statements))
+			return serve(ctx, cfg, newLogger(cfg, stderr), true, opts...)
 		},
+		Statements: o.statements,
 		Command:  command,
 		Progress: stderr,
 	}
@@ -111,7 +111,7 @@ func selfCommand(env map[string]string) *exec.Cmd {
 
 // benchOptions are callon bench's flags besides the sizes.
 type benchOptions struct {
-	quick, json               bool
+	quick, json, statements   bool
 	stages, cpuProfile, trace string
 }
 
@@ -121,6 +121,7 @@ func (o *benchOptions) declare(fs *flag.FlagSet, sizes *bench.Sizes) {
 	fs.StringVar(&o.stages, "stages", "", "comma-separated stages to run (default all): "+strings.Join(bench.Stages, ","))
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&o.trace, "trace", "", "write an execution trace of the run to this file")
+	fs.BoolVar(&o.statements, "statements", false, "list the Postgres statements of each kind of turn (and of the idle process) by text")
 	fs.IntVar(&sizes.Turns, "turns", sizes.Turns, "measured turns of each kind")
 	fs.DurationVar(&sizes.ModelLatency, "model-latency", sizes.ModelLatency, "how long the fake model takes per call")
 	fs.IntVar(&sizes.ContextTurns, "context-turns", sizes.ContextTurns, "turns of the context-growth session")

@@ -24,8 +24,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
+
+	"github.com/callonbot/callon/store"
 )
 
 // Sizes sets how much each stage does.
@@ -81,14 +82,17 @@ type Deps struct {
 	// databases; each world gets a database of its own, dropped after.
 	DatabaseURL string
 	// Start runs callon (bot, master, workers) in this process with env as
-	// its whole environment until ctx ends, counting its Postgres
-	// statements on statements.
-	Start func(ctx context.Context, env map[string]string, statements *atomic.Int64) error
+	// its whole environment until ctx ends, its store opened with opts
+	// (the bench counts and lists its statements with them).
+	Start func(ctx context.Context, env map[string]string, opts ...store.Option) error
 	// Command returns a command that runs callon (bot, master, workers)
 	// as a process of its own with env as its environment.
 	Command func(env map[string]string) *exec.Cmd
 	// Progress receives a line as each stage starts; nil discards them.
 	Progress io.Writer
+	// Statements, when set, makes the turns stage list the statements of
+	// each kind of turn (per turn, by text) in its report.
+	Statements bool
 }
 
 // Stages lists the stage names in the order they run; Run's only picks
@@ -128,6 +132,16 @@ type StageResult struct {
 	// Met says whether this run met it.
 	Target string `json:"target,omitempty"`
 	Met    *bool  `json:"met,omitempty"`
+	// Statements lists what the stage sent to Postgres, per sample, by
+	// statement (with --statements).
+	Statements []Statement `json:"statements,omitempty"`
+}
+
+// Statement is one statement's text (its first line or so) and how many
+// times a sample sent it.
+type Statement struct {
+	SQL     string  `json:"sql"`
+	PerTurn float64 `json:"per_sample"`
 }
 
 // target sets the stage's target and whether it was met.
@@ -263,6 +277,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 	b.WriteString("\n")
 	for _, s := range r.Stages {
 		fmt.Fprintf(&b, "%-18s %s\n", s.Name, s.What)
+	}
+	for _, s := range r.Stages {
+		if len(s.Statements) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s: statements per sample\n", s.Name)
+		for _, st := range s.Statements {
+			fmt.Fprintf(&b, "  %6s  %s\n", num(st.PerTurn), st.SQL)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

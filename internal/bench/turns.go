@@ -79,6 +79,9 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 		return nil, err
 	}
 	defer w.close()
+	if b.deps.Statements {
+		w.sql = &sqlLog{}
+	}
 	if err := w.start(ctx); err != nil {
 		return nil, err
 	}
@@ -89,8 +92,11 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 	// The background's statements (polls, sweeps, heartbeats of nothing)
 	// are measured idle and taken out of the per-turn figure.
 	w.settle()
+	if w.sql != nil {
+		w.sql.record()
+	}
 	idleFrom, idleStmts := time.Now(), w.statements.Load()
-	idle := 2 * time.Second
+	idle := 10 * time.Second
 	if b.sizes.Turns < 10 {
 		idle = 500 * time.Millisecond // --quick
 	}
@@ -100,6 +106,10 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 		return nil, ctx.Err()
 	}
 	idleRate := float64(w.statements.Load()-idleStmts) / time.Since(idleFrom).Seconds()
+	var idleList []Statement
+	if w.sql != nil {
+		idleList = w.sql.stop(int(idle / time.Second))
+	}
 
 	var out []StageResult
 	for _, k := range turnKinds {
@@ -108,6 +118,9 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 			w.turn(thread, fmt.Sprintf("[%s] warm-up %d", k.name, i))
 		}
 		w.settle()
+		if w.sql != nil {
+			w.sql.record()
+		}
 		from, calls, stmts := time.Now(), w.restCalls(), w.statements.Load()
 		var over []time.Duration
 		var modelSum time.Duration
@@ -119,7 +132,12 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 		w.settle()
 		n := float64(b.sizes.Turns)
 		background := idleRate * time.Since(from).Seconds()
+		var listed []Statement
+		if w.sql != nil {
+			listed = w.sql.stop(b.sizes.Turns)
+		}
 		out = append(out, StageResult{
+			Statements: listed,
 			Name: "turn." + k.name, Samples: len(over), Latency: dist(over),
 			What: "turn overhead (reply latency minus model time): " + k.what,
 			Values: []Value{
@@ -129,8 +147,12 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 			},
 		})
 	}
-	out = append(out, StageResult{Name: "turn.idle", Samples: 1, What: "statements a running callon sends with nothing to do",
-		Values: []Value{{"sql", idleRate, "statements/s"}}})
+	idleStage := StageResult{Name: "turn.idle", Samples: 1, What: "statements a running callon sends with nothing to do",
+		Values: []Value{{"sql", idleRate, "statements/s"}}, Statements: idleList}
+	if idleList != nil {
+		idleStage.What += " (listed: per second)"
+	}
+	out = append(out, idleStage)
 	return out, w.tb.err()
 }
 
