@@ -64,6 +64,8 @@ func (counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatc
 	return ctx
 }
 
-func (c counter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) { c.count(d.SQL) }
+func (c counter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	c.count(d.SQL)
+}
 
 func (counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

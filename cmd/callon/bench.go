@@ -79,8 +79,8 @@ func benchCmd(ctx context.Context, cfg config.Config, args []string, stdout, std
 			return serve(ctx, cfg, newLogger(cfg, stderr), true, opts...)
 		},
 		Statements: o.statements,
-		Command:  command,
-		Progress: stderr,
+		Command:    command,
+		Progress:   stderr,
 	}
 	rep, err := bench.Run(ctx, deps, sizes, only)
 	if err != nil {

@@ -138,7 +138,7 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 		}
 		out = append(out, StageResult{
 			Statements: listed,
-			Name: "turn." + k.name, Samples: len(over), Latency: dist(over),
+			Name:       "turn." + k.name, Samples: len(over), Latency: dist(over),
 			What: "turn overhead (reply latency minus model time): " + k.what,
 			Values: []Value{
 				{"rest", float64(w.restCalls()-calls) / n, "calls/turn"},

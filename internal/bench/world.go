@@ -241,7 +241,9 @@ func (l *sqlLog) stop(samples int) []Statement {
 	for q, n := range l.counts {
 		out = append(out, Statement{SQL: q, PerTurn: float64(n) / float64(max(samples, 1))})
 	}
-	slices.SortFunc(out, func(a, b Statement) int { return cmp.Or(cmp.Compare(b.PerTurn, a.PerTurn), strings.Compare(a.SQL, b.SQL)) })
+	slices.SortFunc(out, func(a, b Statement) int {
+		return cmp.Or(cmp.Compare(b.PerTurn, a.PerTurn), strings.Compare(a.SQL, b.SQL))
+	})
 	return out
 }
 
