@@ -24,7 +24,9 @@ type OrchestratorConfig struct {
 	// not called for the session.
 	Budget Budget
 	Lease  time.Duration
-	Poll   time.Duration // fallback poll when no wake-up comes
+	// Poll is the fallback when no wake-up comes (IdlePoll with Wake,
+	// else 2 s); a failed step's retry is waited for with a timer.
+	Poll time.Duration
 	// A decision that fails (its model cannot be reached, or a step
 	// fails) is retried up to Retries times, with backoff (from
 	// RetryDelay, doubling, for an unreachable model), before the turn
@@ -67,7 +69,7 @@ func (c OrchestratorConfig) withDefaults() OrchestratorConfig {
 	c.MaxRoles = cmp.Or(c.MaxRoles, 8)
 	c.History = cmp.Or(c.History, 12)
 	c.Lease = cmp.Or(c.Lease, 30*time.Second)
-	c.Poll = cmp.Or(c.Poll, 2*time.Second)
+	c.Poll = pollFor(c.Poll, c.Wake, 2*time.Second)
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
 	c.RetryDelay = cmp.Or(c.RetryDelay, 30*time.Second)
 	c.MaxCalls = cmp.Or(c.MaxCalls, DefaultMaxCalls)
@@ -148,8 +150,9 @@ type Orchestrator struct {
 
 	mu      sync.Mutex
 	running map[int64]bool       // sessions stepped by this process now
+	missed  map[int64]bool       // sessions found pending while stepped here: look again after
 	backoff map[int64]retryState // sessions whose last step failed
-	done    chan struct{}        // a step ended: look again
+	done    chan struct{}        // a step ended with more to do: look again
 }
 
 // retryState is a session's failed steps in a row, and when it may be
@@ -168,6 +171,7 @@ func NewOrchestrator(cfg OrchestratorConfig, store OrchestratorStore, llm LLM, l
 		llm:     llm,
 		log:     logger.With("component", "master"),
 		running: make(map[int64]bool),
+		missed:  make(map[int64]bool),
 		backoff: make(map[int64]retryState),
 		done:    make(chan struct{}, 1),
 	}
@@ -211,9 +215,10 @@ func (o *Orchestrator) pending(ctx context.Context) ([]int64, error) {
 	return o.store.PendingSessions(ctx, o.cfg.Owner)
 }
 
-// wait returns on a wake-up, a finished step, or the jittered poll.
+// wait returns on a wake-up, a step that ended with more to do, the end
+// of a failed session's rest, or the jittered poll.
 func (o *Orchestrator) wait(ctx context.Context) error {
-	poll := time.NewTimer(Jitter(o.cfg.Poll))
+	poll := time.NewTimer(o.nextLook())
 	defer poll.Stop()
 	select {
 	case <-ctx.Done():
@@ -225,27 +230,52 @@ func (o *Orchestrator) wait(ctx context.Context) error {
 	return nil
 }
 
+// nextLook is how long to wait before looking for pending sessions
+// without a wake: the jittered poll, or less when a failed session's
+// rest ends sooner.
+func (o *Orchestrator) nextLook() time.Duration {
+	wait := Jitter(o.cfg.Poll)
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range o.backoff {
+		if r.until.After(now) {
+			wait = min(wait, r.until.Sub(now)+time.Millisecond)
+		}
+	}
+	return wait
+}
+
 // claimLocal marks a session as stepped by this process, unless it is
-// already or its last step failed a moment ago.
+// already (then it is looked at again once that step ends) or its last
+// step failed a moment ago.
 func (o *Orchestrator) claimLocal(id int64) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.running[id] || time.Now().Before(o.backoff[id].until) {
+	if o.running[id] {
+		o.missed[id] = true
+		return false
+	}
+	if time.Now().Before(o.backoff[id].until) {
 		return false
 	}
 	o.running[id] = true
 	return true
 }
 
-// backOff records a failed step of a session and returns how long it
-// rests before the next one.
+// backOff records a failed step of a session, which then rests a while,
+// and has Run set its timer for the end of the rest.
 func (o *Orchestrator) backOff(id int64, wait time.Duration) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	r := o.backoff[id]
 	r.failures++
 	r.until = time.Now().Add(max(wait, Backoff(r.failures, time.Second, time.Minute)))
 	o.backoff[id] = r
+	o.mu.Unlock()
+	select {
+	case o.done <- struct{}{}:
+	default:
+	}
 }
 
 // recovered forgets a session's failed steps.
@@ -255,10 +285,18 @@ func (o *Orchestrator) recovered(id int64) {
 	o.mu.Unlock()
 }
 
+// releaseLocal ends this process's step of a session; if the session
+// was found pending meanwhile, or the step stopped at its bound, the
+// pending sessions are looked at again at once.
 func (o *Orchestrator) releaseLocal(id int64) {
 	o.mu.Lock()
+	again := o.missed[id]
 	delete(o.running, id)
+	delete(o.missed, id)
 	o.mu.Unlock()
+	if !again {
+		return
+	}
 	select {
 	case o.done <- struct{}{}:
 	default:
@@ -312,6 +350,9 @@ func (o *Orchestrator) step(ctx context.Context, sessionID int64) bool {
 			return true
 		}
 	}
+	o.mu.Lock()
+	o.missed[sessionID] = true // there may be more: look again once released
+	o.mu.Unlock()
 	return true
 }
 

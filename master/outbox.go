@@ -16,7 +16,9 @@ type OutboxConfig struct {
 	Owner string
 	Batch int           // messages claimed at once
 	Lease time.Duration // how long a claimed message is ours
-	Poll  time.Duration
+	// Poll is the fallback when no wake-up comes (IdlePoll with Wake,
+	// else 2 s); a retry this sender put off is waited for with a timer.
+	Poll time.Duration
 	// RetryFor is how long a message that keeps failing for a reason that
 	// may pass (5xx, 429, timeouts, network errors) is retried before it
 	// is given up; permanent errors end it at once.
@@ -56,6 +58,7 @@ type Outbox struct {
 	log   *slog.Logger
 
 	probing atomic.Bool // a send failed and no send succeeded since
+	soon    due         // the next retry this sender put off
 }
 
 // OutboxStore is what the outbox sender needs from Postgres.
@@ -83,7 +86,7 @@ type OutboxStore interface {
 func NewOutbox(cfg OutboxConfig, store OutboxStore, out Messenger, logger *slog.Logger) *Outbox {
 	cfg.Batch = cmp.Or(cfg.Batch, 20)
 	cfg.Lease = cmp.Or(cfg.Lease, time.Minute)
-	cfg.Poll = cmp.Or(cfg.Poll, 2*time.Second)
+	cfg.Poll = pollFor(cfg.Poll, cfg.Wake, 2*time.Second)
 	cfg.RetryFor = cmp.Or(cfg.RetryFor, 24*time.Hour)
 	cfg.MaxRetryDelay = cmp.Or(cfg.MaxRetryDelay, 30*time.Second)
 	cfg.ProbeEvery = cmp.Or(cfg.ProbeEvery, 2*time.Second)
@@ -114,11 +117,11 @@ func (d *Outbox) Run(ctx context.Context) error {
 		if err == nil && n == d.cfg.Batch && !probing {
 			continue
 		}
-		wait, wake := d.cfg.Poll, d.cfg.Wake
+		wait, wake := d.soon.wait(Jitter(d.cfg.Poll)), d.cfg.Wake
 		if probing {
-			wait, wake = d.cfg.ProbeEvery, nil
+			wait, wake = Jitter(d.cfg.ProbeEvery), nil
 		}
-		t := time.NewTimer(Jitter(wait))
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -196,6 +199,9 @@ func (d *Outbox) probe(ctx context.Context) (int, error) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	n, err := d.store.ShortenWaits(wctx, d.cfg.ProbeEvery)
+	if n > 0 {
+		d.soon.set(time.Now().Add(d.cfg.ProbeEvery)) // what was tried a moment ago
+	}
 	if err != nil {
 		// The waits run out by themselves, at most MaxRetryDelay.
 		d.log.Warn("shorten the outbox's retry delays", "err", err)
@@ -268,6 +274,9 @@ func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
 		result = "failed"
 	}
 	d.cfg.Metrics.OutboxDelivered(m.Kind, result, 0)
+	if !permanent {
+		d.soon.set(time.Now().Add(retry))
+	}
 	if err := d.store.MarkUnsent(wctx, m.ID, err.Error(), retry, permanent); err != nil {
 		log.Error("record unsent message", "err", err)
 	}

@@ -98,6 +98,7 @@ type wakeTx struct {
 	pgx.Tx
 	wakes    *localWakes
 	payloads []string // set by notify and notifyEach, each once (as Postgres sends them); none while the transaction wakes nobody
+	kinds    Kinds    // of the work the transaction wrote (mark): its wake announces them
 }
 
 // wake records that the transaction notified payload.

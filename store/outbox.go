@@ -145,33 +145,19 @@ func (s *Store) ReleaseOutbox(ctx context.Context, m master.OutMessage) error {
 }
 
 // MarkSent records a delivered message's Discord id; for a reply's first
-// part, the turn records it too. Marking twice changes nothing.
+// part, the turn records it too, in the same statement. Marking twice
+// changes nothing.
 func (s *Store) MarkSent(ctx context.Context, id int64, discordID string) error {
-	tx, err := s.pool.Begin(ctx)
+	_, err := s.pool.Exec(ctx, `
+		WITH sent AS (
+			UPDATE outbox SET state = 'sent', discord_message_id = $2, sent_at = now(), lease_until = NULL,
+			       lease_owner = NULL, error = NULL
+			WHERE id = $1 AND state = 'pending'
+			RETURNING turn_id, kind, part
+		)
+		UPDATE turns u SET reply_message_id = $2, updated_at = now()
+		FROM sent WHERE u.id = sent.turn_id AND sent.part = 0 AND sent.kind IN ('reply', 'question')`, id, discordID)
 	if err != nil {
-		return fmt.Errorf("mark sent: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	var turnID *int64
-	var kind string
-	var part int
-	err = tx.QueryRow(ctx, `
-		UPDATE outbox SET state = 'sent', discord_message_id = $2, sent_at = now(), lease_until = NULL,
-		       lease_owner = NULL, error = NULL
-		WHERE id = $1 AND state = 'pending'
-		RETURNING turn_id, kind, part`, id, discordID).Scan(&turnID, &kind, &part)
-	if err == pgx.ErrNoRows {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("mark sent: %w", err)
-	}
-	if turnID != nil && part == 0 && (kind == string(master.OutReply) || kind == string(master.OutQuestion)) {
-		if _, err := tx.Exec(ctx, `UPDATE turns SET reply_message_id = $2, updated_at = now() WHERE id = $1`, *turnID, discordID); err != nil {
-			return fmt.Errorf("mark sent: %w", err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("mark sent: %w", err)
 	}
 	return nil
@@ -194,6 +180,7 @@ func (s *Store) MarkUnsent(ctx context.Context, id int64, reason string, retryIn
 // queueNotice queues a message that belongs to no turn. Its nonce comes
 // from its own id, so it is unique and short.
 func queueNotice(ctx context.Context, tx pgx.Tx, sessionID int64, kind master.OutKind, channelID, content string) error {
+	mark(tx, WakeOutbox)
 	content = master.CleanText(content)
 	_, err := tx.Exec(ctx, `
 		WITH next AS (SELECT nextval(pg_get_serial_sequence('outbox', 'id')) AS id)
@@ -209,6 +196,7 @@ func queueNotice(ctx context.Context, tx pgx.Tx, sessionID int64, kind master.Ou
 // postParts queues a message that belongs to no turn, part by part, with
 // nonces made from prefix.
 func postParts(ctx context.Context, tx pgx.Tx, sessionID int64, channelID, prefix string, parts []string, replyTo, mention string) error {
+	mark(tx, WakeOutbox)
 	parts = cleanAll(parts)
 	for i, p := range parts {
 		if i > 0 {

@@ -144,7 +144,7 @@ func replaceRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mas
 // ReplanSession replaces an active session's roster, cancelling queued
 // tasks of the roles it drops, and queues notice for its thread.
 func (s *Store) ReplanSession(ctx context.Context, sessionID int64, roster []master.Role, notice string, usage master.Usage) ([]string, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
@@ -167,7 +167,7 @@ func (s *Store) ReplanSession(ctx context.Context, sessionID int64, roster []mas
 	if err := addUsage(ctx, tx, sessionID, usage); err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
-	if err := notify(ctx, tx, sessionID); err != nil {
+	if err := notify(ctx, tx, WakeTasks+WakeOutbox, sessionID); err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

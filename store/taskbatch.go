@@ -167,7 +167,7 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 			return nil, fmt.Errorf("complete tasks: %w", err)
 		}
 	}
-	if err := notifyEach(ctx, tx, sessions); err != nil {
+	if err := notifyEach(ctx, tx, WakeMaster+WakeTasks, sessions); err != nil {
 		return nil, fmt.Errorf("complete tasks: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -115,7 +115,7 @@ func TestCompleteTasksWakesEachSession(t *testing.T) {
 		}
 		got[n.Payload] = true
 	}
-	if !got[itoa(s1)] || !got[itoa(s2)] {
+	if !got["mt:"+itoa(s1)] || !got["mt:"+itoa(s2)] {
 		t.Errorf("got wakes %v, want one for each session (%d, %d)", got, s1, s2)
 	}
 }

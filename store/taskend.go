@@ -35,7 +35,7 @@ func (s *Store) CompleteTask(ctx context.Context, taskID int64, attempt int, out
 	if err != nil {
 		return master.Task{}, fmt.Errorf("complete task %d: %w", taskID, err)
 	}
-	if err := notify(ctx, tx, t.SessionID); err != nil {
+	if err := notify(ctx, tx, WakeMaster+WakeTasks, t.SessionID); err != nil {
 		return master.Task{}, fmt.Errorf("complete task: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -200,9 +200,21 @@ func cancelDependents(ctx context.Context, tx pgx.Tx, roots []int64) ([]int64, e
 // their dependents cancelled). Tasks paused for an approval hold no lease
 // and are not swept; a request nobody decided in time expires here, and
 // its task is queued again (counted in requeued). One wake covers every
-// session touched.
+// session touched. With nothing to take back, as mostly, it is one
+// statement that only reads.
 func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err error) {
-	tx, err := s.pool.Begin(ctx)
+	var work bool
+	if err := s.pool.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'running' AND lease_until < now())
+		    OR EXISTS (SELECT 1 FROM approvals WHERE state = 'pending' AND expires_at < now())
+		    OR EXISTS (SELECT 1 FROM processes WHERE lost_at IS NOT NULL OR pg_try_advisory_xact_lock($1, lock_key))`,
+		processLockClass).Scan(&work); err != nil {
+		return 0, 0, fmt.Errorf("sweep expired: %w", err)
+	}
+	if !work {
+		return 0, 0, nil
+	}
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
@@ -223,7 +235,7 @@ func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err err
 	}
 	requeued += len(resumed)
 	sessions = append(sessions, resumed...)
-	if err := notify(ctx, tx, sessions...); err != nil {
+	if err := notify(ctx, tx, WakeEvery, sessions...); err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -323,6 +335,7 @@ func cancelSessionTasks(ctx context.Context, tx pgx.Tx, sessionID int64, reason 
 // for an approval) whose column (a turn_id or a session_id) is id, with
 // reason as their error; their pending approvals are cancelled too.
 func cancelOpenTasks(ctx context.Context, tx pgx.Tx, column string, id int64, reason string) (int, error) {
+	mark(tx, WakeTasks+WakeApprovals)
 	var n int
 	err := tx.QueryRow(ctx, `
 		WITH cancelled AS (

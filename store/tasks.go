@@ -59,8 +59,9 @@ func collectTasks(rows pgx.Rows) ([]master.Task, error) {
 
 // enqueueTasks inserts tasks within tx, in one statement, and returns
 // their ids in order. It does not notify: the caller sends one wake for
-// its whole transaction (notify(ctx, tx, sessionID)) before committing.
+// its whole transaction (notify(ctx, tx, WakeTasks, sessionID)) before committing.
 func enqueueTasks(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, round int, tasks []master.NewTask, attempts int) ([]int64, error) {
+	mark(tx, WakeTasks)
 	input, err := batchJSON(tasks)
 	if err != nil {
 		return nil, err
@@ -246,7 +247,7 @@ func turnTasks(ctx context.Context, q querier, turnID int64) ([]master.Task, err
 // worker can take it without waiting for its lease to lapse (graceful
 // shutdown). master.ErrStale when the task is no longer this attempt's.
 func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("release task: %w", err)
 	}
@@ -262,7 +263,7 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 	if err != nil {
 		return fmt.Errorf("release task: %w", err)
 	}
-	if err := notify(ctx, tx, sessionID); err != nil {
+	if err := notify(ctx, tx, WakeTasks, sessionID); err != nil {
 		return fmt.Errorf("release task: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

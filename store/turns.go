@@ -71,25 +71,21 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 	if t.State == master.TurnRefused {
 		state, notice = master.TurnRefused, a.Refused
 	}
-	existing, err := scanTurn(tx.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns u WHERE u.message_id = $1`, t.MessageID))
-	if err == nil {
-		return existing, false, nil
-	}
-	if !errors.Is(err, master.ErrNotFound) {
-		return master.Turn{}, false, fmt.Errorf("record turn: existing: %w", err)
-	}
+	// A redelivered message conflicts on its id below and changes nothing.
 	if state == master.TurnQueued && (a.MaxOpen > 0 || a.PerMinute > 0 || (t.AuthorBot && a.BotPerHour > 0)) {
 		if state, notice, err = admit(ctx, tx, t, a); err != nil {
 			return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
 		}
 	}
 	key := turnSortKey(t.MessageID)
+	var waiting bool // an older turn waits for the user's answer
 	turn, err := scanTurn(tx.QueryRow(ctx, `
 		INSERT INTO turns AS u (session_id, message_id, guild_id, channel_id, author_id, content, sort_key, state, addressed_to, author_bot)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nullif($9, ''), $10)
 		ON CONFLICT (message_id) DO NOTHING
-		RETURNING `+turnColumns,
-		t.SessionID, t.MessageID, t.GuildID, t.ChannelID, t.AuthorID, master.CleanText(t.Content), key, state, t.AddressedTo, t.AuthorBot))
+		RETURNING `+turnColumns+`,
+		    EXISTS (SELECT 1 FROM turns w WHERE w.session_id = u.session_id AND w.state = 'waiting' AND w.sort_key < u.sort_key)`,
+		t.SessionID, t.MessageID, t.GuildID, t.ChannelID, t.AuthorID, master.CleanText(t.Content), key, state, t.AddressedTo, t.AuthorBot), &waiting)
 	if errors.Is(err, master.ErrNotFound) {
 		turn, err = scanTurn(tx.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns u WHERE u.message_id = $1`, t.MessageID))
 		if err != nil {
@@ -115,7 +111,7 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 		}
 	}
 	answered := false
-	if len(t.Attachments) == 0 {
+	if waiting && len(t.Attachments) == 0 {
 		answered, err = answerWaitingTurn(ctx, tx, t.SessionID, turn.ID, key, master.CleanText(t.Content), s.attempts())
 		if err != nil {
 			return master.Turn{}, false, fmt.Errorf("record turn: answer workers: %w", err)
@@ -123,11 +119,13 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 	}
 	if answered {
 		turn.State = master.TurnDone
-	} else if _, err := tx.Exec(ctx, `UPDATE turns SET state = 'done', updated_at = now()
-		WHERE session_id = $1 AND state = 'waiting' AND sort_key < $2`, t.SessionID, key); err != nil {
-		return master.Turn{}, false, fmt.Errorf("record turn: close waiting: %w", err)
+	} else if waiting {
+		if _, err := tx.Exec(ctx, `UPDATE turns SET state = 'done', updated_at = now()
+			WHERE session_id = $1 AND state = 'waiting' AND sort_key < $2`, t.SessionID, key); err != nil {
+			return master.Turn{}, false, fmt.Errorf("record turn: close waiting: %w", err)
+		}
 	}
-	if err := notify(ctx, tx, t.SessionID); err != nil {
+	if err := notify(ctx, tx, WakeMaster, t.SessionID); err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -234,7 +232,7 @@ func noticeRefusal(ctx context.Context, tx pgx.Tx, turn master.Turn, notice stri
 	if err := queueNotice(ctx, tx, turn.SessionID, master.OutNotice, turn.ChannelID, notice); err != nil {
 		return err
 	}
-	return notify(ctx, tx, turn.SessionID)
+	return notify(ctx, tx, WakeOutbox, turn.SessionID)
 }
 
 // PendingSessions lists active sessions whose next turn needs its master
@@ -450,7 +448,7 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 	if err := addUsage(ctx, tx, g.SessionID, f.Usage); err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
-	if err := notify(ctx, tx, g.SessionID); err != nil {
+	if err := notify(ctx, tx, WakeOutbox, g.SessionID); err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -463,6 +461,7 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 // outbox, part by part; only the first part replies to the turn's
 // message.
 func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind master.OutKind, seq int, texts []string) error {
+	mark(tx, WakeOutbox)
 	n := len(texts)
 	replyTo, nonces, parts, contents := make([]string, n), make([]string, n), make([]int32, n), make([]string, n)
 	for i, p := range texts {
@@ -506,7 +505,7 @@ func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.New
 	if err := addUsage(ctx, tx, g.SessionID, usage); err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}
-	if err := notify(ctx, tx, g.SessionID); err != nil {
+	if err := notify(ctx, tx, WakeTasks, g.SessionID); err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -533,7 +532,7 @@ func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role
 	if err := addUsage(ctx, tx, g.SessionID, usage); err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
-	if err := notify(ctx, tx, g.SessionID); err != nil {
+	if err := notify(ctx, tx, WakeTasks+WakeOutbox, g.SessionID); err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -630,7 +629,7 @@ func (s *Store) AbandonTurn(ctx context.Context, g master.Guard, text string) er
 	if _, err := tx.Exec(ctx, `UPDATE turns SET state = 'done', updated_at = now() WHERE id = $1`, turn.ID); err != nil {
 		return fmt.Errorf("abandon turn: %w", err)
 	}
-	if err := notify(ctx, tx, g.SessionID); err != nil {
+	if err := notify(ctx, tx, WakeOutbox+WakeTasks, g.SessionID); err != nil {
 		return fmt.Errorf("abandon turn: %w", err)
 	}
 	return tx.Commit(ctx)

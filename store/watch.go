@@ -13,7 +13,7 @@ import (
 // watchFor is how long a watch waits on one process's lock before it
 // looks again at which process to watch (one that registered since may
 // be the one it should watch now).
-const watchFor = 10 * time.Second
+const watchFor = 30 * time.Second
 
 // Watch keeps watch on another live process until ctx ends, so that its
 // death is known at once rather than at the next sweep: on a connection
@@ -118,7 +118,7 @@ func (s *Store) TakeOver(ctx context.Context, owner string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("take over %s: %w", owner, err)
 	}
-	if err := notify(ctx, tx, sessions...); err != nil {
+	if err := notify(ctx, tx, WakeEvery, sessions...); err != nil {
 		return false, fmt.Errorf("take over %s: %w", owner, err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -106,7 +106,8 @@ type Config struct {
 	// is replaced by the default.
 	Heartbeat time.Duration
 	// Poll is the fallback claim interval (jittered ±20%), so a lost wake
-	// delays work by at most this much.
+	// delays work by at most this much: master.IdlePoll with Wake,
+	// DefaultPoll without.
 	Poll time.Duration
 	// SweepEvery is how often expired leases are taken back; negative
 	// disables the sweeper (another process runs it).
@@ -164,7 +165,13 @@ func (c Config) withDefaults() Config {
 	if c.Heartbeat <= 0 || c.Heartbeat >= c.Lease {
 		c.Heartbeat = c.Lease / 3
 	}
-	c.Poll = cmp.Or(max(c.Poll, 0), DefaultPoll)
+	switch {
+	case c.Poll > 0:
+	case c.Wake != nil:
+		c.Poll = master.IdlePoll
+	default:
+		c.Poll = DefaultPoll
+	}
 	c.SweepEvery = cmp.Or(c.SweepEvery, DefaultSweepEvery)
 	c.TaskTimeout = cmp.Or(max(c.TaskTimeout, 0), DefaultTaskTimeout)
 	c.MaxSteps = cmp.Or(max(c.MaxSteps, 0), DefaultMaxSteps)

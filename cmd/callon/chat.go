@@ -87,24 +87,24 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, providerConfigs(cfg), log)
 	listener := st.NewListener()
 	live := st.NewLiveness(owner)
-	wake := func() <-chan string {
-		ch, _ := listener.Subscribe()
+	wake := func(kinds store.Kinds) <-chan string {
+		ch, _ := listener.Subscribe(kinds)
 		return ch
 	}
 	term := &terminal{w: stdout, changed: make(chan struct{})}
 	budget := master.Budget{SessionTokens: lim.SessionTokens, GuildDailyTokens: cfg.Caps.GuildDailyTokens}
 	svc := master.NewService(master.ServiceConfig{MaxQueued: cfg.Caps.MaxQueuedTurns}, st, roles.Roster)
 	pool := workers.New(workers.Config{ID: owner, Slots: max(lim.WorkerSlots, 1), Lease: lim.TaskLease, Heartbeat: lim.Heartbeat(),
-		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake(),
+		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake(store.WakeTasks),
 		Tools: toolbox{m: toolMgr, log: log}, ApprovalTimeout: cfg.Tools.ApprovalTimeout}, st, model, log)
 	cmds := master.NewCommands(master.CommandsConfig{Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roles.Roster, Budget: budget}, st, model, log)
 	orch := master.NewOrchestrator(master.OrchestratorConfig{
 		Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
-		History: lim.History, Budget: budget, Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
+		History: lim.History, Budget: budget, Lease: lim.TaskLease, Wake: wake(store.WakeMaster), Catalog: roles.Roster,
 		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 	}, st, model, log)
-	out := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Poll: 200 * time.Millisecond}, st, term, log)
+	out := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(store.WakeOutbox), Poll: 200 * time.Millisecond}, st, term, log)
 	pres := master.NewPresenter(master.PresenterConfig{Tick: 500 * time.Millisecond}, st, term, log)
 	settler := master.NewSettler(master.SettlerConfig{Poll: 500 * time.Millisecond}, st, term, log)
 	approvals := master.NewApprovals(st, log)

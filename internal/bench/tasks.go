@@ -157,7 +157,7 @@ func (tw *taskWorld) waitEnded(ctx context.Context, n int, limit time.Duration) 
 func (tw *taskWorld) runPool(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	listener := tw.st.NewListener()
-	wake, _ := listener.Subscribe()
+	wake, _ := listener.Subscribe(store.WakeTasks)
 	pool := workers.New(workers.Config{
 		ID: "bench-worker", Slots: config.DefaultWorkerSlots, Wake: wake, Metrics: tw,
 	}, tw.st, tw, slog.New(slog.DiscardHandler))
