@@ -52,10 +52,16 @@ type Config struct {
 
 	OpenAIKey     string // secret
 	OpenAIBaseURL string
-	MasterModel   string
-	WorkerModel   string
+	// ToolDialect is the OPENAI_BASE_URL server's (CALLON_TOOL_DIALECT):
+	// "auto" or "strict", by default strict for OpenAI only.
+	ToolDialect string
+	MasterModel string
+	WorkerModel string
 
 	RolesFile string
+	// MasterPrompt is the master's instructions read from
+	// CALLON_MASTER_PROMPT_FILE; "" keeps callon's own.
+	MasterPrompt string
 	// Roles is the roles file's rosters; nil without a file.
 	Roles []Roster
 	// MCPServers is the roles file's mcp_servers, in name order.
@@ -148,6 +154,11 @@ func Load(getenv func(string) string) Config {
 		},
 	}
 	c.Models = p.models("CALLON_MODELS", c.WorkerModel, c.MasterModel)
+	if d, err := toolDialect(getenv("CALLON_TOOL_DIALECT"), c.OpenAIBaseURL); err != nil {
+		p.fail("CALLON_TOOL_DIALECT", "%v", err)
+	} else {
+		c.ToolDialect = d
+	}
 	if c.RolesFile != "" {
 		rf, err := loadRolesFile(c.RolesFile, getenv)
 		if err != nil {
@@ -156,6 +167,12 @@ func Load(getenv func(string) string) Config {
 		c.Roles, c.MCPServers, c.Providers, c.GuildTrustedBots = rf.Rosters, rf.MCPServers, rf.Providers, rf.TrustedBots
 	}
 	c.Providers = p.providers(c.Providers)
+	if path := strings.TrimSpace(getenv("CALLON_MASTER_PROMPT_FILE")); path != "" {
+		var err error
+		if c.MasterPrompt, err = ReadMasterPrompt(path); err != nil {
+			p.fail("CALLON_MASTER_PROMPT_FILE", "%v", err)
+		}
+	}
 	c.HandBack = p.handBack()
 	c.Webhook = p.webhook()
 	c.API = p.api(c.HTTPAddr)
@@ -237,10 +254,12 @@ func (c Config) attrs() []slog.Attr {
 		slog.String("database_url", RedactURL(c.DatabaseURL)),
 		slog.String("openai_api_key", redact(c.OpenAIKey)),
 		slog.String("openai_base_url", c.OpenAIBaseURL),
+		slog.String("tool_dialect", c.ToolDialect),
 		slog.String("master_model", c.MasterModel),
 		slog.String("worker_model", c.WorkerModel),
 		slog.String("models", strings.Join(c.Models, ",")),
 		slog.String("roles_file", c.RolesFile),
+		slog.Int("master_prompt_chars", len(c.MasterPrompt)),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("log_format", c.LogFormat),

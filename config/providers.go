@@ -19,12 +19,15 @@ type Provider struct {
 	BaseURL string            // including the API version, e.g. http://localhost:11434/v1
 	APIKey  string            // secret; "" for servers that need none
 	Headers map[string]string // sent with every request (may hold secrets)
+	// ToolDialect is "auto" (tool calls a model writes into its text are
+	// decoded) or "strict" (tool_calls only); see DefaultToolDialect.
+	ToolDialect string
 }
 
 // LogValue describes the provider without its key or header values.
 func (p Provider) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("name", p.Name), slog.String("base_url", RedactURL(p.BaseURL)),
-		slog.String("api_key", redact(p.APIKey)), slog.Any("headers", sortedKeys(p.Headers)))
+		slog.String("api_key", redact(p.APIKey)), slog.Any("headers", sortedKeys(p.Headers)), slog.String("tool_dialect", p.ToolDialect))
 }
 
 var providerName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
@@ -36,10 +39,12 @@ var providerName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 //	    base_url: http://host.docker.internal:11434/v1
 //	    api_key_env: OLLAMA_API_KEY   # optional: the variable holding the key
 //	    headers: {X-Title: callon}    # optional; ${VAR}s expand
+//	    tool_dialect: auto            # optional: auto or strict
 type providerYAML struct {
-	BaseURL   string            `yaml:"base_url"`
-	APIKeyEnv string            `yaml:"api_key_env"`
-	Headers   map[string]string `yaml:"headers"`
+	BaseURL     string            `yaml:"base_url"`
+	APIKeyEnv   string            `yaml:"api_key_env"`
+	Headers     map[string]string `yaml:"headers"`
+	ToolDialect string            `yaml:"tool_dialect"`
 }
 
 // provider checks and expands one roles-file provider; a nil getenv
@@ -62,9 +67,41 @@ func (y providerYAML) provider(name string, getenv func(string) string) (Provide
 			}
 		}
 	}
-	var err error
+	dialect, err := toolDialect(y.ToolDialect, p.BaseURL)
+	if err != nil {
+		return p, fmt.Errorf("tool_dialect: %w", err)
+	}
+	p.ToolDialect = dialect
 	p.Headers, err = expandMap("headers", y.Headers, headerName, getenv)
 	return p, err
+}
+
+// Tool dialects of a provider.
+const (
+	ToolDialectAuto   = "auto"
+	ToolDialectStrict = "strict"
+)
+
+// DefaultToolDialect is a provider's tool dialect when none is set:
+// strict for OpenAI's API, which always fills tool_calls, auto for every
+// other server (local models often write their calls into the text).
+func DefaultToolDialect(baseURL string) string {
+	if u, err := url.Parse(baseURL); err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
+		return ToolDialectStrict
+	}
+	return ToolDialectAuto
+}
+
+// toolDialect checks a tool dialect setting; "" gives the default for
+// the server at baseURL.
+func toolDialect(v, baseURL string) (string, error) {
+	switch v = strings.ToLower(strings.TrimSpace(v)); v {
+	case "":
+		return DefaultToolDialect(baseURL), nil
+	case ToolDialectAuto, ToolDialectStrict:
+		return v, nil
+	}
+	return "", fmt.Errorf("must be auto or strict, got %q", v)
 }
 
 // checkHTTPURL accepts an absolute http:// or https:// URL.
@@ -105,8 +142,12 @@ func (p *parser) providers(file []Provider) []Provider {
 			p.fail("CALLON_PROVIDERS", "%s: %v", name, err)
 			continue
 		}
-		key := "CALLON_PROVIDER_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_API_KEY"
-		byName[name] = Provider{Name: name, BaseURL: base, APIKey: strings.TrimSpace(p.getenv(key))}
+		prefix := "CALLON_PROVIDER_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		dialect, err := toolDialect(p.getenv(prefix+"_TOOL_DIALECT"), base)
+		if err != nil {
+			p.fail(prefix+"_TOOL_DIALECT", "%v", err)
+		}
+		byName[name] = Provider{Name: name, BaseURL: base, APIKey: strings.TrimSpace(p.getenv(prefix + "_API_KEY")), ToolDialect: dialect}
 	}
 	out := make([]Provider, 0, len(byName))
 	for _, name := range sortedKeys(byName) {

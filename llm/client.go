@@ -54,6 +54,9 @@ type Config struct {
 	MaxConcurrent int
 	// Headers are sent with every request (a provider's own headers).
 	Headers map[string]string
+	// ToolDialect is DialectAuto to decode tool calls a model writes into
+	// its text (see Decode), DialectStrict or "" to take tool_calls only.
+	ToolDialect string
 
 	// slots, when set, is the bound shared with other clients (a Router's).
 	slots chan struct{}
@@ -61,8 +64,8 @@ type Config struct {
 
 // String describes the config without the API key.
 func (c Config) String() string {
-	return fmt.Sprintf("{BaseURL:%s APIKey:%s MaxRetries:%d MinBackoff:%v MaxBackoff:%v Timeout:%v MaxConcurrent:%d}",
-		c.BaseURL, mask(c.APIKey), c.MaxRetries, c.MinBackoff, c.MaxBackoff, c.Timeout, c.MaxConcurrent)
+	return fmt.Sprintf("{BaseURL:%s APIKey:%s MaxRetries:%d MinBackoff:%v MaxBackoff:%v Timeout:%v MaxConcurrent:%d ToolDialect:%s}",
+		c.BaseURL, mask(c.APIKey), c.MaxRetries, c.MinBackoff, c.MaxBackoff, c.Timeout, c.MaxConcurrent, c.ToolDialect)
 }
 
 // LogValue logs the config without the API key.
@@ -75,6 +78,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("max_backoff", c.MaxBackoff),
 		slog.Duration("timeout", c.Timeout),
 		slog.Int("max_concurrent", c.MaxConcurrent),
+		slog.String("tool_dialect", c.ToolDialect),
 	)
 }
 
@@ -162,12 +166,17 @@ func (c *Client) Chat(ctx context.Context, req master.ChatRequest) (master.ChatR
 	if err != nil {
 		return master.ChatResponse{}, fmt.Errorf("%s: %w", op, err)
 	}
+	if c.cfg.ToolDialect == DialectAuto && len(out.ToolCalls) == 0 && req.ToolChoice != "none" {
+		if d := Decode(out.Content, req.Tools); len(d.Calls) > 0 {
+			out.Content, out.ToolCalls, out.Dialect = d.Rest, d.Calls, d.Form
+		}
+	}
 	// Priced by the model asked for: the name the operator's prices use,
 	// whatever dated variant the server reports.
 	out.Usage.Model = req.Model
 	c.logger.DebugContext(ctx, "chat completed", "model", req.Model, "attempts", attempts,
 		"duration", time.Since(start), "prompt_tokens", out.Usage.PromptTokens,
-		"completion_tokens", out.Usage.CompletionTokens, "tool_calls", len(out.ToolCalls))
+		"completion_tokens", out.Usage.CompletionTokens, "tool_calls", len(out.ToolCalls), "dialect", out.Dialect)
 	return out, nil
 }
 

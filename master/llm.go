@@ -68,6 +68,10 @@ type ChatResponse struct {
 	Content   string
 	ToolCalls []ToolCall
 	Usage     Usage
+	// Dialect is how the tool calls were written: "" for the server's
+	// tool_calls, else the name of the form they were decoded from in
+	// the text (llm's tool dialects).
+	Dialect string
 }
 
 // Usage counts the tokens of one or more calls to one model.

@@ -61,6 +61,11 @@ type OrchestratorConfig struct {
 	// Vision says the master's model is given the images attached to a
 	// message; without it, it is told their names.
 	Vision bool
+
+	// Instructions, when set, replace MasterInstructions in the master's
+	// system prompt (CALLON_MASTER_PROMPT_FILE; callon eval and replay's
+	// --prompt-file).
+	Instructions string
 }
 
 func (c OrchestratorConfig) withDefaults() OrchestratorConfig {
@@ -153,6 +158,7 @@ type Orchestrator struct {
 	missed  map[int64]bool       // sessions found pending while stepped here: look again after
 	backoff map[int64]retryState // sessions whose last step failed
 	done    chan struct{}        // a step ended with more to do: look again
+	texted  map[string]bool      // models that answered in text: told once
 }
 
 // retryState is a session's failed steps in a row, and when it may be
@@ -174,6 +180,7 @@ func NewOrchestrator(cfg OrchestratorConfig, store OrchestratorStore, llm LLM, l
 		missed:  make(map[int64]bool),
 		backoff: make(map[int64]retryState),
 		done:    make(chan struct{}, 1),
+		texted:  make(map[string]bool),
 	}
 }
 
@@ -498,8 +505,9 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, boo
 		tasks:     tasks,
 		maxRounds: o.cfg.MaxRounds,
 
-		attachments: atts,
-		vision:      o.cfg.Vision,
+		attachments:  atts,
+		vision:       o.cfg.Vision,
+		instructions: o.cfg.Instructions,
 	}
 	if turn.Round >= o.cfg.MaxRounds {
 		tc.mustReply = fmt.Sprintf("You have used all %d rounds of delegation for this message.", o.cfg.MaxRounds)
@@ -597,6 +605,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 		usage = usage.Add(resp.Usage)
 		if len(resp.ToolCalls) == 0 {
 			if text := strings.TrimSpace(resp.Content); text != "" {
+				o.answeredInText(resp.Usage.Model)
 				return o.end(ctx, g, tc.turn, OutcomeReply, told(text), usage) // a text-only answer is a reply
 			}
 			resp.ToolCalls = []ToolCall{{ID: "missing", Name: "", Arguments: ""}}
@@ -747,6 +756,23 @@ func (o *Orchestrator) end(ctx context.Context, g Guard, turn Turn, outcome Turn
 	}
 	o.cfg.Metrics.TurnEnded(outcome, time.Since(turn.CreatedAt))
 	return nil
+}
+
+// answeredInText tells the operator, once per model and process, that the
+// master's model answered without calling a tool although it had to: a
+// model that cannot call tools makes a team that answers everything
+// itself and never delegates, which nobody would notice otherwise.
+func (o *Orchestrator) answeredInText(model string) {
+	o.mu.Lock()
+	first := !o.texted[model]
+	o.texted[model] = true
+	o.mu.Unlock()
+	if first {
+		o.log.Warn("the master's model answered in text instead of calling a tool: it may not support tool calls, or it writes "+
+			"them in a form callon does not decode (set the provider's tool_dialect to auto); until it calls tools, its teams "+
+			"answer everything themselves and never delegate. Measure it with callon eval, or choose another model",
+			"model", model)
+	}
 }
 
 // masterToolName is name if it is a master tool, else "unknown": a label

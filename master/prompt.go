@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -28,7 +29,23 @@ type turnContext struct {
 	// master's model is given images.
 	attachments []Attachment
 	vision      bool
+	// instructions replace MasterInstructions when set.
+	instructions string
 }
+
+// MasterInstructions is how the master works, in its system prompt after
+// the goal and the team; OrchestratorConfig.Instructions replaces it (the
+// goal, the team, the limits and the history stay callon's).
+const MasterInstructions = `How you work:
+- Every message in the thread comes to you first, and only you post in it. Decide with one tool call:
+  reply (answer directly: for simple questions, or to merge results), delegate (subtasks for team
+  members), ask_user (a question only the user can answer), replan (change the team, then go on).
+- Delegate when a specialist would do better. Independent tasks run in parallel; give a task
+  depends_on when it needs another task's result. Instructions must stand alone: a member sees
+  the goal, its instruction and its dependencies' results, not this conversation.
+- When results come back, reply once: merge them into one clear answer for the user. Do not paste
+  raw results, do not mention internal task numbers, and never invent results you do not have.
+  If a task failed, work around it or say what is missing.`
 
 // masterMessages builds the bounded chat context for one master decision:
 // the goal, the roster, a summary of older exchanges, the recent ones
@@ -104,18 +121,7 @@ func masterSystemPrompt(c turnContext, older []Exchange) string {
 	for _, r := range c.roster {
 		fmt.Fprintf(&b, "- %s: %s%s\n", r.Name, r.Description, ToolsLine(" (tools: ", r.Tools)+closing(r.Tools))
 	}
-	b.WriteString(`
-How you work:
-- Every message in the thread comes to you first, and only you post in it. Decide with one tool call:
-  reply (answer directly: for simple questions, or to merge results), delegate (subtasks for team
-  members), ask_user (a question only the user can answer), replan (change the team, then go on).
-- Delegate when a specialist would do better. Independent tasks run in parallel; give a task
-  depends_on when it needs another task's result. Instructions must stand alone: a member sees
-  the goal, its instruction and its dependencies' results, not this conversation.
-- When results come back, reply once: merge them into one clear answer for the user. Do not paste
-  raw results, do not mention internal task numbers, and never invent results you do not have.
-  If a task failed, work around it or say what is missing.
-`)
+	b.WriteString("\n" + strings.TrimSpace(cmp.Or(c.instructions, MasterInstructions)) + "\n")
 	fmt.Fprintf(&b, "- You may delegate at most %d rounds for one message; then you must reply.\n", c.maxRounds)
 	b.WriteString("- Write for Discord: concise, Markdown, no @everyone or @here.\n")
 	if len(c.attachments) > 0 {

@@ -73,6 +73,9 @@ func Open(ctx context.Context, databaseURL string, logger *slog.Logger, opts ...
 	if o.statements != nil || o.log != nil {
 		cfg.ConnConfig.Tracer = counter{o.statements, o.log}
 	}
+	if o.readOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

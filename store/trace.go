@@ -14,6 +14,15 @@ type Option func(*pgxConfig)
 type pgxConfig struct {
 	statements *atomic.Int64
 	log        func(sql string)
+	readOnly   bool
+}
+
+// ReadOnly makes every transaction of the store's connections read-only
+// (default_transaction_read_only): Postgres itself refuses any write, so
+// a command that only reads (callon replay) cannot change a team, whatever
+// path its code takes.
+func ReadOnly() Option {
+	return func(c *pgxConfig) { c.readOnly = true }
 }
 
 // WithStatementCounter counts on n every statement the store sends to

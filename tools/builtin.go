@@ -21,6 +21,10 @@ func fetchURLTool() master.Tool {
 	}
 }
 
+// FetchURLTool is fetch_url as a model is offered it: callon eval offers
+// it, scripted, to the roles of its worker cases.
+func FetchURLTool() master.Tool { return fetchURLTool() }
+
 // fetchURL runs fetch_url: the page's final URL, status and type, then
 // its text.
 func (m *Manager) fetchURL(ctx context.Context, raw json.RawMessage) (string, bool) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -83,8 +82,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	}
 	lim := cfg.Limits
 	owner := master.NewOwner()
-	model := llm.NewRouter(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
-		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, providerConfigs(cfg), log)
+	model := modelRouter(cfg, log)
 	listener := st.NewListener()
 	live := st.NewLiveness(owner)
 	wake := func(kinds store.Kinds) <-chan string {
@@ -102,7 +100,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	orch := master.NewOrchestrator(master.OrchestratorConfig{
 		Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
 		History: lim.History, Budget: budget, Lease: lim.TaskLease, Wake: wake(store.WakeMaster), Catalog: roles.Roster,
-		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
+		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls, Instructions: cfg.MasterPrompt,
 	}, st, model, log)
 	out := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(store.WakeOutbox), Poll: 200 * time.Millisecond}, st, term, log)
 	pres := master.NewPresenter(master.PresenterConfig{Tick: 500 * time.Millisecond}, st, term, log)
@@ -299,7 +297,7 @@ func teamText(e master.Embed) string {
 func providerConfigs(cfg config.Config) map[string]llm.Config {
 	out := map[string]llm.Config{}
 	for _, p := range cfg.Providers {
-		out[p.Name] = llm.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers}
+		out[p.Name] = llm.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers, ToolDialect: p.ToolDialect}
 	}
 	return out
 }

@@ -22,6 +22,14 @@ Usage:
                       print a team's signals as JSON lines
   callon chat --goal "…" [--channel-roles FILE]
                       talk to a team in the terminal (no Discord needed)
+  callon eval [--role master|worker] [--master-model M] [--cases …] [--json]
+                      measure a model on callon's situations, graded
+                      structurally (no database, no Discord); see
+                      docs/models.md
+  callon replay --session ID | --thread ID [--master-model M] [--prompt-file F]
+                      re-run a recorded team's master decisions with another
+                      model or prompt, with the recorded workers' results;
+                      writes nothing
   callon bench [--quick] [--json]
                       measure callon's own cost (turn overhead, task pickup
                       and burn-down, memory per session, recovery) against
@@ -91,6 +99,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return chat(ctx, getenv, rest, stdin, stdout, stderr)
 	case "bench":
 		return benchCmd(ctx, cfg, rest, stdout, stderr, usageOut, selfCommand)
+	case "eval":
+		return evalCmd(ctx, cfg, rest, stdin, stdout, stderr, usageOut)
+	case "replay":
+		return replayCmd(ctx, cfg, rest, stdin, stdout, stderr, usageOut)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -85,8 +84,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		metricPrices[m] = metrics.Price{Prompt: p.In, Completion: p.Out}
 	}
 	reg := metrics.New(metrics.Config{Build: bi, Backlog: st, Prices: metricPrices})
-	model := llm.NewRouter(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, MaxConcurrent: lim.LLMConcurrency,
-		MaxRetries: cmp.Or(lim.LLMRetries, -1)}, providerConfigs(cfg), log) // llm reads 0 as its default and a negative as none
+	model := modelRouter(cfg, log)
 	masterModel, workerModel := reg.LLM("master", model), reg.LLM("worker", model)
 	checks := map[string]check{"database": func(ctx context.Context) string {
 		if err := st.Ping(ctx); err != nil {
@@ -162,7 +160,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth, ReportCap: cfg.HandBack.ReportCap,
 			Channels: b.Channels(), Service: svc, Guilds: b.Channels(), Metrics: reg,
-			Vision: att.Vision(cfg.MasterModel),
+			Vision: att.Vision(cfg.MasterModel), Instructions: cfg.MasterPrompt,
 		}, st, masterModel, log)
 		out := b.Messenger()
 		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(store.WakeOutbox), Metrics: reg}, st, out, log)

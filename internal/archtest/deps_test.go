@@ -73,6 +73,9 @@ func TestDependencyRules(t *testing.T) {
 		{"workers never import bot: workers cannot post", func(from, to string) bool {
 			return under(from, module+"/workers") && under(to, module+"/bot")
 		}},
+		{"eval imports neither store nor bot: eval and replay write no team's rows and post nowhere", func(from, to string) bool {
+			return under(from, module+"/eval") && (under(to, module+"/store") || under(to, module+"/bot"))
+		}},
 		{"only cmd/callon wires the adapters together", func(from, to string) bool {
 			adapters := []string{"/bot", "/store", "/llm", "/workers", "/webhook", "/tools", "/metrics"}
 			if !under(from, module) || under(from, module+"/cmd") {

@@ -53,6 +53,10 @@ func configVars(t *testing.T) map[string]bool {
 	return names
 }
 
+// familySuffixes end the variables of a family: a provider's key and its
+// tool dialect.
+var familySuffixes = []string{"_API_KEY", "_TOOL_DIALECT"}
+
 // family is how the docs write the family whose prefix is p.
 func family(p string) string { return p + "<NAME>_API_KEY" }
 
@@ -109,8 +113,13 @@ func TestEveryDocumentedVariableIsRead(t *testing.T) {
 			return true
 		}
 		for p := range read_ {
-			if strings.HasSuffix(p, "_") && (name == family(p) || strings.HasPrefix(name, p) && strings.HasSuffix(name, "_API_KEY")) {
-				return true
+			if !strings.HasSuffix(p, "_") || !strings.HasPrefix(name, p) {
+				continue
+			}
+			for _, suffix := range familySuffixes {
+				if name == p+"<NAME>"+suffix || strings.HasSuffix(name, suffix) {
+					return true
+				}
 			}
 		}
 		return false
