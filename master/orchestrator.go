@@ -102,13 +102,18 @@ type OrchestratorStore interface {
 	// OpenTurn returns the session's oldest queued or running turn,
 	// starting it (queued → running) if needed; ErrNotFound when none.
 	OpenTurn(ctx context.Context, sessionID int64) (Turn, error)
+	// StartTurn is AcquireMaster then OpenTurn in one round trip;
+	// ErrNotFound when the lease is another's or there is no turn (the
+	// lease may be taken all the same).
+	StartTurn(ctx context.Context, sessionID int64, owner string, lease time.Duration) (Turn, error)
 	// TurnReads reads what a decision on the session's turn needs (see
 	// TurnReads), in one round trip; ErrNotFound when the session does
 	// not exist.
 	TurnReads(ctx context.Context, sessionID, turnID int64, historyLimit int) (TurnReads, error)
-	// Finish ends the guarded turn: it writes the outbox parts and moves
-	// the turn to state (done, or waiting for a question).
-	Finish(ctx context.Context, g Guard, f Finish) error
+	// FinishTurn ends the guarded turn: it writes the outbox parts and
+	// moves the turn to state (done, or waiting for a question). It
+	// reports whether another turn of the session is queued.
+	FinishTurn(ctx context.Context, g Guard, f Finish) (next bool, err error)
 	// FailTurn counts a failed decision on the guarded turn (any round)
 	// and puts its next one off by retryIn; it returns the count.
 	FailTurn(ctx context.Context, g Guard, retryIn time.Duration) (int, error)
@@ -156,6 +161,7 @@ type Orchestrator struct {
 	mu      sync.Mutex
 	running map[int64]bool       // sessions stepped by this process now
 	missed  map[int64]bool       // sessions found pending while stepped here: look again after
+	settled map[int64]bool       // sessions whose turn just finished with none queued after it
 	backoff map[int64]retryState // sessions whose last step failed
 	done    chan struct{}        // a step ended with more to do: look again
 	texted  map[string]bool      // models that answered in text: told once
@@ -178,6 +184,7 @@ func NewOrchestrator(cfg OrchestratorConfig, store OrchestratorStore, llm LLM, l
 		log:     logger.With("component", "master"),
 		running: make(map[int64]bool),
 		missed:  make(map[int64]bool),
+		settled: make(map[int64]bool),
 		backoff: make(map[int64]retryState),
 		done:    make(chan struct{}, 1),
 		texted:  make(map[string]bool),
@@ -327,27 +334,39 @@ func (o *Orchestrator) Step(ctx context.Context, sessionID int64) bool {
 // when the lease was not to be had.
 func (o *Orchestrator) step(ctx context.Context, sessionID int64) bool {
 	log := o.log.With("session_id", sessionID)
-	ok, err := o.store.AcquireMaster(ctx, sessionID, o.cfg.Owner, o.cfg.Lease)
-	if err != nil || !ok {
-		if err != nil && ctx.Err() == nil {
-			log.Warn("acquire master lease", "err", err)
-		}
-		return false
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go o.keepLease(ctx, cancel, sessionID)
-	defer func() {
+	release := func() {
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer rcancel()
 		if err := o.store.ReleaseMaster(rctx, sessionID, o.cfg.Owner); err != nil {
 			log.Warn("release master lease", "err", err)
 		}
-	}()
+	}
+	o.mu.Lock()
+	delete(o.settled, sessionID) // of an earlier step's last turn
+	o.mu.Unlock()
+	// The lease and the turn in one round trip.
+	first, err := o.store.StartTurn(ctx, sessionID, o.cfg.Owner, o.cfg.Lease)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		release() // no turn to open, or the lease is another's (then this changes nothing)
+		return false
+	case err != nil:
+		if ctx.Err() == nil {
+			log.Warn("start a master step", "err", err)
+		}
+		o.backOff(sessionID, 0)
+		return false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go o.keepLease(ctx, cancel, sessionID)
+	defer release()
 	// A turn that ends lets the next queued one start; bound the loop
 	// so one busy session cannot starve the others.
+	opened := &first
 	for range 8 {
-		turn, progressed, err := o.advance(ctx, sessionID)
+		turn, progressed, err := o.advance(ctx, sessionID, opened)
+		opened = nil
 		if err != nil {
 			o.failed(ctx, sessionID, turn, err)
 			return true
@@ -463,16 +482,23 @@ func (o *Orchestrator) keepLease(ctx context.Context, cancel context.CancelFunc,
 	}
 }
 
-// advance makes one decision for the session's open turn, if it needs
-// one. It returns the turn it looked at (nil if none) and whether
-// anything changed.
-func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, bool, error) {
-	turn, err := o.store.OpenTurn(ctx, sessionID)
-	if errors.Is(err, ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("open turn: %w", err)
+// advance makes one decision for the session's open turn (opened, when
+// the step has opened it already), if it needs one. It returns the turn
+// it looked at (nil if none) and whether it may go on: false when nothing
+// changed, or the turn ended with none queued after it.
+func (o *Orchestrator) advance(ctx context.Context, sessionID int64, opened *Turn) (*Turn, bool, error) {
+	var turn Turn
+	if opened != nil {
+		turn = *opened
+	} else {
+		var err error
+		turn, err = o.store.OpenTurn(ctx, sessionID)
+		if errors.Is(err, ErrNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("open turn: %w", err)
+		}
 	}
 	if time.Now().Before(turn.NotBefore) {
 		return &turn, false, nil // a failed decision waits for its retry
@@ -514,14 +540,19 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, boo
 		o.cfg.Metrics.LimitHit(LimitRounds)
 	}
 	g := Guard{SessionID: sessionID, TurnID: turn.ID, Round: turn.Round, Owner: o.cfg.Owner}
-	var opened bool
-	if err := o.decide(ctx, g, tc, &opened); err != nil || opened {
+	var round bool
+	if err := o.decide(ctx, g, tc, &round); err != nil || round {
 		// A round just opened (tasks delegated, or a worker answered) has
 		// nothing to decide until its tasks end: the step stops here, and
 		// the tasks' outcomes wake the session again.
-		return &turn, !opened, err
+		return &turn, !round, err
 	}
-	return &turn, true, nil
+	// A turn that ended with no other queued: nothing to open.
+	o.mu.Lock()
+	last := o.settled[sessionID]
+	delete(o.settled, sessionID)
+	o.mu.Unlock()
+	return &turn, !last, nil
 }
 
 // chat is the only way the orchestrator calls its model. Before each
@@ -795,8 +826,14 @@ func (o *Orchestrator) finish(ctx context.Context, g Guard, kind OutKind, state 
 	if len(parts) == 0 {
 		parts = []string{"(no answer)"}
 	}
-	if err := o.store.Finish(ctx, g, Finish{Kind: kind, State: state, Parts: parts, Usage: usage}); err != nil {
+	next, err := o.store.FinishTurn(ctx, g, Finish{Kind: kind, State: state, Parts: parts, Usage: usage})
+	if err != nil {
 		return fmt.Errorf("finish turn: %w", err)
+	}
+	if !next {
+		o.mu.Lock()
+		o.settled[g.SessionID] = true
+		o.mu.Unlock()
 	}
 	o.log.Info("turn answered", "session_id", g.SessionID, "turn_id", g.TurnID, "kind", kind, "parts", len(parts), "tokens", usage.Total())
 	return nil

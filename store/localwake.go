@@ -142,3 +142,23 @@ func (t *wakeTx) Commit(ctx context.Context) error {
 	}
 	return nil
 }
+
+// queryNotifying runs run, one statement that sends payload with
+// pg_notify (a statement is its own transaction), on a connection of the
+// pool, and hands payload to this process's listeners once it committed;
+// the listener skips the NOTIFY's copy. An error means nothing committed
+// (nor was notified).
+func (s *Store) queryNotifying(ctx context.Context, payload string, run func(q querier) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	e := s.wakes.expect(conn.Conn().PgConn().PID(), payload)
+	if err := run(conn); err != nil {
+		s.wakes.forget(e)
+		return err
+	}
+	s.wakes.deliver(payload)
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -283,6 +284,37 @@ func (s *Store) AcquireMaster(ctx context.Context, sessionID int64, owner string
 	return tag.RowsAffected() == 1, nil
 }
 
+// nextTurnOrder picks a session's turn to open among its queued and
+// running ones (t): the running one, else the first queued in message
+// order.
+const nextTurnOrder = `ORDER BY t.state = 'running' DESC, t.sort_key, t.id LIMIT 1`
+
+// StartTurn leases a session's master to owner (or extends owner's
+// lease) and opens its turn, as AcquireMaster then OpenTurn do, in one
+// statement: the start of a master step. master.ErrNotFound when another
+// owner holds a live lease, the session is no longer active, or it has no
+// turn to open (the lease is then taken all the same: release it).
+func (s *Store) StartTurn(ctx context.Context, sessionID int64, owner string, lease time.Duration) (master.Turn, error) {
+	turn, err := scanTurn(s.pool.QueryRow(ctx, `
+		WITH leased AS (
+			UPDATE sessions SET master_owner = $2, master_lease_until = now() + $3::interval
+			WHERE id = $1 AND state = 'active'
+			  AND (master_owner IS NULL OR master_owner = $2 OR master_lease_until < now())
+			RETURNING id
+		), next AS (
+			SELECT t.id FROM turns t JOIN leased l ON l.id = t.session_id
+			WHERE t.state IN ('queued', 'running')
+			`+nextTurnOrder+`
+		)
+		UPDATE turns u SET state = 'running', updated_at = CASE WHEN u.state = 'queued' THEN now() ELSE u.updated_at END
+		FROM next WHERE u.id = next.id
+		RETURNING `+turnColumns, sessionID, owner, lease))
+	if err != nil && !errors.Is(err, master.ErrNotFound) {
+		return turn, fmt.Errorf("start turn: %w", err)
+	}
+	return turn, err
+}
+
 // ReleaseMaster gives up owner's lease on a session's master.
 func (s *Store) ReleaseMaster(ctx context.Context, sessionID int64, owner string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE sessions SET master_owner = NULL, master_lease_until = NULL
@@ -299,8 +331,8 @@ func (s *Store) ReleaseMaster(ctx context.Context, sessionID int64, owner string
 func (s *Store) OpenTurn(ctx context.Context, sessionID int64) (master.Turn, error) {
 	turn, err := scanTurn(s.pool.QueryRow(ctx, `
 		WITH next AS (
-			SELECT id FROM turns WHERE session_id = $1 AND state IN ('queued', 'running')
-			ORDER BY state = 'running' DESC, sort_key, id LIMIT 1
+			SELECT t.id FROM turns t WHERE t.session_id = $1 AND t.state IN ('queued', 'running')
+			`+nextTurnOrder+`
 		)
 		UPDATE turns u SET state = 'running', updated_at = CASE WHEN u.state = 'queued' THEN now() ELSE u.updated_at END
 		FROM next WHERE u.id = next.id
@@ -411,51 +443,114 @@ func outNonce(turnID int64, kind master.OutKind, seq, part int) string {
 }
 
 // Finish ends a guarded turn: its reply or question goes to the outbox,
-// part by part, and the turn takes f.State, in one transaction. The
-// unique (turn, kind, seq, part) key allows one reply per turn; a turn may
-// ask any number of questions (a turn resumed by the user's answer may
-// ask again), each numbered by seq and posted once.
+// part by part, and the turn takes f.State, atomically (see FinishTurn).
 func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) error {
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	turn, err := checkGuard(ctx, tx, g)
-	if err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	seq := 0
-	if f.Kind == master.OutQuestion {
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq) + 1, 0) FROM outbox WHERE turn_id = $1 AND kind = 'question'`,
-			turn.ID).Scan(&seq); err != nil {
-			return fmt.Errorf("finish turn: question number: %w", err)
-		}
-	}
-	if err := queueTurnParts(ctx, tx, turn, f.Kind, seq, f.Parts); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	if err := s.enqueueBlocked(ctx, tx, turn, f.Kind); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	// A question closes any other turn waiting for an answer: at most one
-	// turn waits, the one that asked last, so an answer is never taken
-	// for the wrong question.
-	if _, err := tx.Exec(ctx, `UPDATE turns SET state = CASE WHEN id = $1 THEN $2 ELSE 'done' END, updated_at = now()
-		WHERE id = $1 OR ($2 = 'waiting' AND session_id = $3 AND state = 'waiting')`, turn.ID, f.State, g.SessionID); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	if err := addUsage(ctx, tx, g.SessionID, f.Usage); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	if err := notify(ctx, tx, WakeOutbox, g.SessionID); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	return nil
+	_, err := s.FinishTurn(ctx, g, f)
+	return err
 }
+
+// FinishTurn ends a guarded turn: its reply or question goes to the
+// outbox, part by part, the turn takes f.State (a question closes any
+// other turn still waiting for an answer: at most one waits, the one that
+// asked last, so an answer is never taken for the wrong question), the
+// decision's usage is charged, and the session's outbox is woken, all in
+// one statement, one round trip and one commit. It reports whether
+// another turn of the session is queued. The unique (turn, kind, seq,
+// part) key allows one reply per turn; a turn may ask any number of
+// questions (a turn resumed by the user's answer may ask again), each
+// numbered by seq and posted once.
+func (s *Store) FinishTurn(ctx context.Context, g master.Guard, f master.Finish) (next bool, err error) {
+	parts := cleanAll(f.Parts)
+	payload := payloadOf(WakeOutbox, strconv.FormatInt(g.SessionID, 10))
+	args := []any{g.TurnID, g.SessionID, g.Round, g.Owner, f.Kind, f.State, parts,
+		f.Usage.PromptTokens, f.Usage.CompletionTokens, f.Usage.Model, WakeChannel, payload}
+	var turn master.Turn
+	scan := func(row pgx.Row) error { return row.Scan(&turn.ID, &turn.Round, &turn.MessageID, &next) }
+	if s.webhooks.Load() && f.Kind == master.OutReply {
+		// The turn's blocked tasks become a webhook event with the
+		// reply: a transaction of two statements.
+		tx, err := s.begin(ctx)
+		if err != nil {
+			return false, fmt.Errorf("finish turn: %w", err)
+		}
+		defer rollback(ctx, tx)
+		err = scan(tx.QueryRow(ctx, finishSQL, args...))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, fmt.Errorf("finish turn %d round %d: %w", g.TurnID, g.Round, master.ErrStale)
+		}
+		if err != nil {
+			return false, fmt.Errorf("finish turn: %w", err)
+		}
+		tx.wake(payload)
+		turn.SessionID = g.SessionID
+		if err := s.enqueueBlocked(ctx, tx, turn, f.Kind); err != nil {
+			return false, fmt.Errorf("finish turn: %w", err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return false, fmt.Errorf("finish turn: %w", err)
+		}
+		return next, nil
+	}
+	err = s.queryNotifying(ctx, payload, func(q querier) error { return scan(q.QueryRow(ctx, finishSQL, args...)) })
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, fmt.Errorf("finish turn %d round %d: %w", g.TurnID, g.Round, master.ErrStale)
+	}
+	if err != nil {
+		return false, fmt.Errorf("finish turn: %w", err)
+	}
+	return next, nil
+}
+
+// finishSQL is FinishTurn's statement: $1 turn, $2 session, $3 round, $4
+// owner (the guard); $5 kind, $6 the turn's new state, $7 the parts; $8,
+// $9, $10 the usage (prompt, completion, model); $11 and $12 the wake. It
+// returns the turn's id, round and message, and whether another turn is queued; no
+// row when the guard does not hold. The nonces are outNonce's.
+const finishSQL = `
+	WITH g AS (
+		SELECT u.id, u.round, u.session_id, u.channel_id, u.message_id, u.author_id, s.guild_id
+		FROM turns u JOIN sessions s ON s.id = u.session_id
+		WHERE u.id = $1 AND u.session_id = $2 AND u.state = 'running' AND u.round = $3
+		  AND s.state = 'active' AND s.master_owner = $4 AND s.master_lease_until > now()
+		FOR UPDATE OF u
+	), q AS (
+		SELECT CASE WHEN $5::text = 'question'
+		            THEN coalesce((SELECT max(o.seq) + 1 FROM outbox o WHERE o.turn_id = $1 AND o.kind = 'question'), 0)
+		            ELSE 0 END AS seq
+	), parts AS (
+		INSERT INTO outbox (session_id, turn_id, kind, channel_id, reply_to, content, part, nonce, seq)
+		SELECT g.session_id, g.id, $5, g.channel_id,
+		       -- A report's, a brief's or an API message's turn has no
+		       -- Discord message to reply to.
+		       CASE WHEN p.ord = 1 AND g.author_id <> '' AND g.message_id NOT LIKE '` + master.APIMessagePrefix + `%' THEN g.message_id END,
+		       p.content, p.ord - 1,
+		       CASE WHEN $5 = 'question' THEN 't' || g.id || 'q' || q.seq || '.' || (p.ord - 1)
+		            ELSE 't' || g.id || left($5, 1) || (p.ord - 1) END,
+		       q.seq
+		FROM g, q, unnest($7::text[]) WITH ORDINALITY AS p(content, ord)
+	), ended AS (
+		UPDATE turns w SET state = CASE WHEN w.id = g.id THEN $6 ELSE 'done' END, updated_at = now()
+		FROM g WHERE w.id = g.id OR ($6 = 'waiting' AND w.session_id = g.session_id AND w.state = 'waiting')
+	), charged AS (
+		UPDATE sessions s SET prompt_tokens = s.prompt_tokens + $8::bigint, completion_tokens = s.completion_tokens + $9::bigint
+		FROM g WHERE s.id = g.session_id AND $8::bigint + $9::bigint > 0
+	), by_model AS (
+		INSERT INTO session_usage AS m (session_id, model, prompt_tokens, completion_tokens)
+		SELECT g.session_id, $10, $8, $9 FROM g WHERE $8::bigint + $9::bigint > 0
+		ON CONFLICT (session_id, model) DO UPDATE
+		SET prompt_tokens = m.prompt_tokens + excluded.prompt_tokens,
+		    completion_tokens = m.completion_tokens + excluded.completion_tokens
+	), by_guild AS (
+		INSERT INTO guild_usage AS d (guild_id, day, model, prompt_tokens, completion_tokens)
+		SELECT g.guild_id, ` + utcToday + `, $10, $8, $9 FROM g WHERE $8::bigint + $9::bigint > 0
+		ON CONFLICT (guild_id, day, model) DO UPDATE
+		SET prompt_tokens = d.prompt_tokens + excluded.prompt_tokens,
+		    completion_tokens = d.completion_tokens + excluded.completion_tokens
+	), woken AS (
+		SELECT pg_notify($11, $12) FROM g
+	)
+	SELECT g.id, g.round, g.message_id, EXISTS (SELECT 1 FROM turns x WHERE x.session_id = g.session_id AND x.state = 'queued')
+	FROM g, (SELECT count(*) FROM woken) w`
 
 // queueTurnParts writes a turn's reply (or its seq-th question) to the
 // outbox, part by part; only the first part replies to the turn's
