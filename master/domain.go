@@ -264,6 +264,9 @@ type TaskInput struct {
 	// Calls are the calls of the task's tools that earlier attempts
 	// recorded, in order: replayed, never made again.
 	Calls []CallRecord
+	// Spend is the session's spending as read with the rest, for the
+	// check before the first model call; nil when not read.
+	Spend *Spend
 }
 
 // TurnReads is what the master reads before a decision on a turn: the
@@ -277,4 +280,7 @@ type TurnReads struct {
 	Session     Session
 	Roster      []Role
 	History     []Exchange
+	// Spend is the session's spending as read with the rest, for the
+	// check before the decision's first model call; nil when not read.
+	Spend *Spend
 }

@@ -261,3 +261,34 @@ type Guilds interface {
 	// user is not a member.
 	GuildMember(ctx context.Context, guildID, channelID, userID string) (GuildMember, error)
 }
+
+// Spend is what a session and its guild have spent of their token
+// budgets, read with what a decision or a task reads anyway, so that the
+// check before the first model call costs no statement of its own.
+type Spend struct {
+	Used      int64 // the session's tokens
+	GuildUsed int64 // its guild's tokens of the UTC day
+	// Budget and GuildBudget are what admins set; nil: the deployment's.
+	Budget, GuildBudget *int64
+}
+
+// Check returns a *BudgetError when the session's budget, or its
+// guild's of the day, is spent, counting pending tokens used and not
+// charged yet; def gives the budgets admins did not set. It is the
+// check Store.CheckSpend makes.
+func (s Spend) Check(pending int64, def Budget) error {
+	budget, guildBudget := def.SessionTokens, def.GuildDailyTokens
+	if s.Budget != nil {
+		budget = *s.Budget
+	}
+	if s.GuildBudget != nil {
+		guildBudget = *s.GuildBudget
+	}
+	switch {
+	case budget > 0 && s.Used+pending >= budget:
+		return &BudgetError{Limit: budget, Used: s.Used + pending}
+	case guildBudget > 0 && s.GuildUsed+pending >= guildBudget:
+		return &BudgetError{Guild: true, Limit: guildBudget, Used: s.GuildUsed + pending}
+	}
+	return nil
+}

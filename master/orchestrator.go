@@ -534,6 +534,7 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64, opened *Tur
 		attachments:  atts,
 		vision:       o.cfg.Vision,
 		instructions: o.cfg.Instructions,
+		spend:        reads.Spend,
 	}
 	if turn.Round >= o.cfg.MaxRounds {
 		tc.mustReply = fmt.Sprintf("You have used all %d rounds of delegation for this message.", o.cfg.MaxRounds)
@@ -563,8 +564,18 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64, opened *Tur
 // session past its budget, or for one turn without bound: at most the
 // call that crossed a budget overshoots it. A failed call comes back
 // *unreachable.
-func (o *Orchestrator) chat(ctx context.Context, g Guard, req ChatRequest, pending Usage) (ChatResponse, error) {
-	if err := o.store.CheckSpend(ctx, g.SessionID, pending.Total(), o.cfg.Budget); err != nil {
+//
+// spend, when not nil, is the session's spending read with the decision's
+// other reads a moment ago: the first call's check needs no read of its
+// own.
+func (o *Orchestrator) chat(ctx context.Context, g Guard, req ChatRequest, pending Usage, spend *Spend) (ChatResponse, error) {
+	var err error
+	if spend != nil {
+		err = spend.Check(pending.Total(), o.cfg.Budget)
+	} else {
+		err = o.store.CheckSpend(ctx, g.SessionID, pending.Total(), o.cfg.Budget)
+	}
+	if err != nil {
 		var be *BudgetError
 		if errors.As(err, &be) {
 			o.cfg.Metrics.LimitHit(cmp.Or(map[bool]string{true: LimitGuildTokens}[be.Guild], LimitSessionTokens))
@@ -610,10 +621,12 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 	// What the turn posts names the files nobody read, whatever the model
 	// wrote.
 	told := func(text string) string { return text + unreadNotice(text, tc.attachments, tc.vision, tc.tasks) }
+	spend := tc.spend // the first call's check; the others read again
 	for {
 		env.roster = tc.roster
 		tools := masterTools(env)
-		resp, err := o.chat(ctx, g, ChatRequest{Model: o.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"}, usage)
+		resp, err := o.chat(ctx, g, ChatRequest{Model: o.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"}, usage, spend)
+		spend = nil
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:

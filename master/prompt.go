@@ -31,6 +31,9 @@ type turnContext struct {
 	vision      bool
 	// instructions replace MasterInstructions when set.
 	instructions string
+	// spend is the session's spending read with the rest, for the check
+	// before the decision's first model call (nil: checked by a read).
+	spend *Spend
 }
 
 // MasterInstructions is how the master works, in its system prompt after

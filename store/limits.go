@@ -19,28 +19,25 @@ const utcToday = `(now() AT TIME ZONE 'UTC')::date`
 // the caller used and has not charged yet. def gives the budgets that an
 // admin did not set for the session or its guild.
 func (s *Store) CheckSpend(ctx context.Context, sessionID int64, pending int64, def master.Budget) error {
-	var used, budget, guildUsed, guildBudget int64
-	err := s.pool.QueryRow(ctx, `
-		SELECT s.prompt_tokens + s.completion_tokens, coalesce(s.token_budget, $2),
-		       coalesce((SELECT sum(g.prompt_tokens + g.completion_tokens) FROM guild_usage g
-		                 WHERE g.guild_id = s.guild_id AND g.day = `+utcToday+`), 0)::bigint,
-		       coalesce((SELECT l.daily_tokens FROM guild_limits l WHERE l.guild_id = s.guild_id), $3)
-		FROM sessions s WHERE s.id = $1`, sessionID, def.SessionTokens, def.GuildDailyTokens).
-		Scan(&used, &budget, &guildUsed, &guildBudget)
+	var sp master.Spend
+	err := s.pool.QueryRow(ctx, `SELECT s.prompt_tokens + s.completion_tokens, `+spendColumns+` FROM sessions s WHERE s.id = $1`,
+		sessionID).Scan(&sp.Used, &sp.Budget, &sp.GuildUsed, &sp.GuildBudget)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("check spend: session %d: %w", sessionID, master.ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("check spend: %w", err)
 	}
-	switch {
-	case budget > 0 && used+pending >= budget:
-		return &master.BudgetError{Limit: budget, Used: used + pending}
-	case guildBudget > 0 && guildUsed+pending >= guildBudget:
-		return &master.BudgetError{Guild: true, Limit: guildBudget, Used: guildUsed + pending}
-	}
-	return nil
+	return sp.Check(pending, def)
 }
+
+// spendColumns are, for a session s, what master.Spend needs besides the
+// session's own tokens: the budget its admins set (or NULL), its guild's
+// tokens of the UTC day, and the guild's budget (or NULL).
+const spendColumns = `s.token_budget,
+	coalesce((SELECT sum(g.prompt_tokens + g.completion_tokens) FROM guild_usage g
+	          WHERE g.guild_id = s.guild_id AND g.day = ` + utcToday + `), 0)::bigint,
+	(SELECT l.daily_tokens FROM guild_limits l WHERE l.guild_id = s.guild_id)`
 
 // usageByModel reads a session's usage by model, most used first.
 func usageByModel(ctx context.Context, q querier, sessionID int64) ([]master.Usage, error) {

@@ -73,10 +73,13 @@ func roster(ctx context.Context, q querier, sessionID int64) ([]master.Role, err
 // channel_roles.
 const roleColumns = `name, description, prompt, model, temperature, max_tokens, timeout_ms, tools`
 
-func scanRole(row pgx.CollectableRow) (master.Role, error) {
+func scanRole(row pgx.CollectableRow) (master.Role, error) { return scanRoleAnd(row) }
+
+// scanRoleAnd reads one row of roleColumns followed by extra columns.
+func scanRoleAnd(row pgx.Row, extra ...any) (master.Role, error) {
 	var r master.Role
 	var maxTokens, timeout *int32
-	if err := row.Scan(&r.Name, &r.Description, &r.Prompt, &r.Model, &r.Temperature, &maxTokens, &timeout, &r.Tools); err != nil {
+	if err := row.Scan(append([]any{&r.Name, &r.Description, &r.Prompt, &r.Model, &r.Temperature, &maxTokens, &timeout, &r.Tools}, extra...)...); err != nil {
 		return r, err
 	}
 	if len(r.Tools) == 0 {

@@ -192,6 +192,32 @@ func addUsage(ctx context.Context, db querier, sessionID int64, u master.Usage) 
 	return err
 }
 
+// usageCTEs are the CTEs charged, by_model and by_guild, which charge
+// the tokens prompt and completion (parameters or expressions) of model
+// to the session and the guild of the one row of from (a CTE with
+// session_id and guild_id), when there are any: as addUsage does, within
+// a larger statement.
+func usageCTEs(from, prompt, completion, model string) string {
+	any := prompt + `::bigint + ` + completion + `::bigint > 0`
+	return `charged AS (
+		UPDATE sessions s SET prompt_tokens = s.prompt_tokens + ` + prompt + `::bigint,
+		       completion_tokens = s.completion_tokens + ` + completion + `::bigint
+		FROM ` + from + ` f WHERE s.id = f.session_id AND ` + any + `
+	), by_model AS (
+		INSERT INTO session_usage AS m (session_id, model, prompt_tokens, completion_tokens)
+		SELECT f.session_id, ` + model + `, ` + prompt + `, ` + completion + ` FROM ` + from + ` f WHERE ` + any + `
+		ON CONFLICT (session_id, model) DO UPDATE
+		SET prompt_tokens = m.prompt_tokens + excluded.prompt_tokens,
+		    completion_tokens = m.completion_tokens + excluded.completion_tokens
+	), by_guild AS (
+		INSERT INTO guild_usage AS d (guild_id, day, model, prompt_tokens, completion_tokens)
+		SELECT f.guild_id, ` + utcToday + `, ` + model + `, ` + prompt + `, ` + completion + ` FROM ` + from + ` f WHERE ` + any + `
+		ON CONFLICT (guild_id, day, model) DO UPDATE
+		SET prompt_tokens = d.prompt_tokens + excluded.prompt_tokens,
+		    completion_tokens = d.completion_tokens + excluded.completion_tokens
+	)`
+}
+
 // ThreadSessions lists the ids of every session a thread has had, oldest
 // first (a thread has at most one active session at a time).
 func (s *Store) ThreadSessions(ctx context.Context, threadID string) ([]int64, error) {

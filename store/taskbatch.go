@@ -80,6 +80,7 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 		Question   string          `json:"question"`
 		Prompt     int64           `json:"pt"`
 		Completion int64           `json:"ct"`
+		Model      string          `json:"model"`
 		Kind       string          `json:"kind"`
 		Payload    json.RawMessage `json:"payload"`
 	}
@@ -92,7 +93,7 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 		}
 		rows = append(rows, row{ID: c.Task.ID, Attempt: c.Task.Attempt, State: string(c.Outcome.State),
 			Result: c.Outcome.Result, Error: c.Outcome.Error, Question: c.Outcome.Question,
-			Prompt: c.Outcome.Usage.PromptTokens, Completion: c.Outcome.Usage.CompletionTokens,
+			Prompt: c.Outcome.Usage.PromptTokens, Completion: c.Outcome.Usage.CompletionTokens, Model: c.Outcome.Usage.Model,
 			Kind: string(kind), Payload: payload})
 	}
 	input, err := marshalJSON(rows)
@@ -106,11 +107,13 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 	}
 	defer rollback(ctx, tx)
 	// Rows are locked in id order, so that two batches (or a batch and a
-	// lease extension, which skips locked rows anyway) never deadlock.
+	// lease extension, which skips locked rows anyway) never deadlock. The
+	// usage of the outcomes written is charged in the same statement, by
+	// session and model, sessions locked in id order.
 	res, err := tx.Query(ctx, `
 		WITH input AS (
 			SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt int, state text, result text,
-				error text, question text, pt bigint, ct bigint, kind text, payload jsonb)
+				error text, question text, pt bigint, ct bigint, model text, kind text, payload jsonb)
 		), locked AS (
 			SELECT t.id FROM tasks t JOIN input i ON i.id = t.id
 			WHERE t.state = 'running' AND t.attempt = i.attempt
@@ -130,8 +133,37 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 		), signalled AS (
 			INSERT INTO signals (session_id, task_id, kind, payload)
 			SELECT e.session_id, e.id, e.kind, e.payload FROM ended e ORDER BY e.id
+		), used AS (
+			SELECT e.session_id, i.model, sum(i.pt)::bigint AS pt, sum(i.ct)::bigint AS ct
+			FROM ended e JOIN input i ON i.id = e.id
+			GROUP BY e.session_id, i.model HAVING sum(i.pt + i.ct) > 0
+		), payers AS (
+			SELECT s.id, s.guild_id FROM sessions s WHERE s.id IN (SELECT session_id FROM used)
+			ORDER BY s.id FOR UPDATE OF s
+		), charged AS (
+			UPDATE sessions s SET prompt_tokens = s.prompt_tokens + u.pt, completion_tokens = s.completion_tokens + u.ct
+			FROM (SELECT session_id, sum(pt)::bigint AS pt, sum(ct)::bigint AS ct FROM used GROUP BY session_id) u
+			JOIN payers p ON p.id = u.session_id
+			WHERE s.id = u.session_id
+		), by_model AS (
+			INSERT INTO session_usage AS m (session_id, model, prompt_tokens, completion_tokens)
+			SELECT session_id, model, pt, ct FROM used
+			ON CONFLICT (session_id, model) DO UPDATE
+			SET prompt_tokens = m.prompt_tokens + excluded.prompt_tokens,
+			    completion_tokens = m.completion_tokens + excluded.completion_tokens
+		), by_guild AS (
+			INSERT INTO guild_usage AS d (guild_id, day, model, prompt_tokens, completion_tokens)
+			SELECT p.guild_id, `+utcToday+`, u.model, sum(u.pt), sum(u.ct)
+			FROM used u JOIN payers p ON p.id = u.session_id
+			GROUP BY p.guild_id, u.model
+			ON CONFLICT (guild_id, day, model) DO UPDATE
+			SET prompt_tokens = d.prompt_tokens + excluded.prompt_tokens,
+			    completion_tokens = d.completion_tokens + excluded.completion_tokens
 		)
-		SELECT id, session_id FROM ended`, input)
+		SELECT id, session_id,
+		       -- Workers need waking only for tasks that waited on these.
+		       EXISTS (SELECT 1 FROM tasks d WHERE d.state = 'queued' AND d.depends_on && ARRAY(SELECT id FROM ended))
+		FROM ended`, input)
 	if err != nil {
 		return nil, fmt.Errorf("complete tasks: %w", err)
 	}
@@ -139,7 +171,8 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 	session := make(map[int64]int64, len(idx))
 	var sessions []int64
 	var id, sid int64
-	if _, err := pgx.ForEachRow(res, []any{&id, &sid}, func() error {
+	var unblocked bool
+	if _, err := pgx.ForEachRow(res, []any{&id, &sid, &unblocked}, func() error {
 		written[id], session[id] = true, sid
 		sessions = append(sessions, sid)
 		return nil
@@ -155,9 +188,6 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 		if !written[c.Task.ID] {
 			continue
 		}
-		if err := addUsage(ctx, tx, session[c.Task.ID], c.Outcome.Usage); err != nil {
-			return nil, fmt.Errorf("complete tasks: add usage: %w", err)
-		}
 		if c.Outcome.State != master.TaskDone {
 			roots = append(roots, c.Task.ID)
 		}
@@ -167,7 +197,11 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 			return nil, fmt.Errorf("complete tasks: %w", err)
 		}
 	}
-	if err := notifyEach(ctx, tx, WakeMaster+WakeTasks, sessions); err != nil {
+	kinds := WakeMaster
+	if unblocked {
+		kinds += WakeTasks
+	}
+	if err := notifyEach(ctx, tx, kinds, sessions); err != nil {
 		return nil, fmt.Errorf("complete tasks: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

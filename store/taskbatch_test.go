@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -115,7 +116,7 @@ func TestCompleteTasksWakesEachSession(t *testing.T) {
 		}
 		got[n.Payload] = true
 	}
-	if !got["mt:"+itoa(s1)] || !got["mt:"+itoa(s2)] {
+	if !got["m:"+itoa(s1)] || !got["m:"+itoa(s2)] { // no task waited on these: no wake for the workers
 		t.Errorf("got wakes %v, want one for each session (%d, %d)", got, s1, s2)
 	}
 }
@@ -216,6 +217,12 @@ func TestTaskInputCarriesRecordedCalls(t *testing.T) {
 		t.Fatalf("TaskInput before any call: got %d calls, %v; want none", len(in.Calls), err)
 	}
 	w.plan(tk, 0, planned("c1", "fetch_url", `{"url":"https://example.com"}`), planned("c2", "x__y", `{}`))
+	// The worker dies; the next attempt reads what it recorded.
+	w.expire(tk.ID)
+	if _, _, err := w.store.SweepExpired(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	tk = w.claim("w", 1)[0]
 	in, err = w.store.TaskInput(w.ctx, tk)
 	if err != nil {
 		t.Fatalf("TaskInput: %v", err)
@@ -225,5 +232,52 @@ func TestTaskInputCarriesRecordedCalls(t *testing.T) {
 	}
 	if in.Role.Name != "a" || in.Goal == "" {
 		t.Errorf("TaskInput role %q goal %q, want role a and the session's goal", in.Role.Name, in.Goal)
+	}
+}
+
+// Outcomes written together charge their usage to each session, by model,
+// and to their guild's day once per model, however many sessions of the
+// guild the batch concerns; an outcome not written (stale) charges
+// nothing.
+func TestCompleteTasksChargesUsage(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	s1, s2 := w.session(), w.session() // one guild
+	w.enqueue(s1, task("a", "x"), task("b", "y"))
+	w.enqueue(s2, task("a", "z"))
+	claimed := w.claim("w", 10)
+	if len(claimed) != 3 {
+		t.Fatalf("claimed %d tasks, want 3", len(claimed))
+	}
+	use := func(p int64, model string) master.Usage {
+		return master.Usage{PromptTokens: p, CompletionTokens: 1, Model: model}
+	}
+	stale := ref(claimed[2])
+	stale.Attempt++
+	errs := w.store.CompleteTasks(w.ctx, []master.Completion{
+		{Task: ref(claimed[0]), Outcome: master.Outcome{State: master.TaskDone, Usage: use(10, "m")}},
+		{Task: ref(claimed[1]), Outcome: master.Outcome{State: master.TaskDone, Usage: use(20, "m")}},
+		{Task: stale, Outcome: master.Outcome{State: master.TaskDone, Usage: use(1000, "m")}},
+	})
+	if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], master.ErrStale) {
+		t.Fatalf("CompleteTasks: %v, want the third stale", errs)
+	}
+	errs = w.store.CompleteTasks(w.ctx, []master.Completion{
+		{Task: ref(claimed[2]), Outcome: master.Outcome{State: master.TaskDone, Usage: use(40, "n")}},
+	})
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	var got string
+	if err := w.pool.QueryRow(w.ctx, `SELECT
+		(SELECT string_agg(id || '=' || prompt_tokens || '/' || completion_tokens, ' ' ORDER BY id) FROM sessions WHERE id IN ($1, $2))
+		|| ' | ' || (SELECT string_agg(session_id || ':' || model || '=' || prompt_tokens, ' ' ORDER BY session_id, model) FROM session_usage)
+		|| ' | ' || (SELECT string_agg(guild_id || ':' || model || '=' || prompt_tokens || '/' || completion_tokens, ' ' ORDER BY model) FROM guild_usage)`,
+		s1, s2).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d=30/2 %d=40/1 | %d:m=30 %d:n=40 | g1:m=30/2 g1:n=40/1", s1, s2, s1, s2)
+	if got != want {
+		t.Errorf("usage %q, want %q", got, want)
 	}
 }

@@ -66,27 +66,7 @@ func enqueueTasks(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, round
 	if err != nil {
 		return nil, err
 	}
-	// Ids are drawn from the identity sequence first, in batch order, so
-	// depends_on indexes can become ids within the same statement.
-	rows, err := tx.Query(ctx, `
-		WITH input AS MATERIALIZED (
-			SELECT b.ord, b.role, b.instruction, b.deps, b.atts,
-			       nextval(pg_get_serial_sequence('tasks', 'id')) AS id
-			FROM (
-				SELECT * FROM jsonb_to_recordset($1::jsonb)
-					AS r(ord int, role text, instruction text, deps int[], atts bigint[])
-				ORDER BY ord
-			) b
-		), inserted AS (
-			INSERT INTO tasks (id, session_id, turn_id, round, role, instruction, depends_on, max_attempts, attachment_ids)
-			OVERRIDING SYSTEM VALUE
-			SELECT i.id, $2, $3, $4, i.role, i.instruction,
-			       coalesce((SELECT array_agg(d.id ORDER BY d.ord) FROM input d WHERE d.ord = ANY (i.deps)), '{}'), $5,
-			       -- only files of this turn
-			       coalesce((SELECT array_agg(a.id ORDER BY a.position) FROM attachments a
-			                 WHERE a.turn_id = $3 AND a.id = ANY (i.atts)), '{}')
-			FROM input i
-		)
+	rows, err := tx.Query(ctx, `WITH `+enqueueCTEs("", "$1", "$2", "$3", "$4", "$5")+`
 		SELECT id FROM input ORDER BY ord`, input, sessionID, turnID, round, attempts)
 	if err != nil {
 		return nil, err
@@ -99,6 +79,37 @@ func enqueueTasks(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, round
 		return nil, fmt.Errorf("inserted %d tasks, want %d", len(ids), len(tasks))
 	}
 	return ids, nil
+}
+
+// enqueueCTEs are the CTEs input (the batch, its ids drawn from the
+// identity sequence first, in batch order, so that depends_on indexes can
+// become ids within the same statement) and inserted (the tasks), for the
+// batch in the jsonb parameter batch, of session, turn and round, each
+// with attempts. guard, when not "", is a CTE the tasks are inserted only
+// with (a turn's guard): no row of it, no task.
+func enqueueCTEs(guard, batch, session, turn, round, attempts string) string {
+	from := "input i"
+	if guard != "" {
+		from = "input i, " + guard
+	}
+	return `input AS MATERIALIZED (
+			SELECT b.ord, b.role, b.instruction, b.deps, b.atts,
+			       nextval(pg_get_serial_sequence('tasks', 'id')) AS id
+			FROM (
+				SELECT * FROM jsonb_to_recordset(` + batch + `::jsonb)
+					AS r(ord int, role text, instruction text, deps int[], atts bigint[])
+				ORDER BY ord
+			) b
+		), inserted AS (
+			INSERT INTO tasks (id, session_id, turn_id, round, role, instruction, depends_on, max_attempts, attachment_ids)
+			OVERRIDING SYSTEM VALUE
+			SELECT i.id, ` + session + `, ` + turn + `, ` + round + `, i.role, i.instruction,
+			       coalesce((SELECT array_agg(d.id ORDER BY d.ord) FROM input d WHERE d.ord = ANY (i.deps)), '{}'), ` + attempts + `,
+			       -- only files of this turn
+			       coalesce((SELECT array_agg(a.id ORDER BY a.position) FROM attachments a
+			                 WHERE a.turn_id = ` + turn + ` AND a.id = ANY (i.atts)), '{}')
+			FROM ` + from + `
+		)`
 }
 
 // batchJSON validates a batch and encodes it for jsonb_to_recordset.
@@ -280,10 +291,14 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput, error) {
 	var in master.TaskInput
 	b := &pgx.Batch{}
-	b.Queue(`SELECT goal FROM sessions WHERE id = $1`, t.SessionID)
-	b.Queue(`SELECT `+roleColumns+` FROM session_roles WHERE session_id = $1 AND name = $2`, t.SessionID, t.Role)
-	b.Queue(`SELECT name, description FROM session_roles
-		WHERE session_id = $1 AND name <> $2 ORDER BY position, name`, t.SessionID, t.Role)
+	// The role, the goal, the other roles and the session's spending, in
+	// one statement.
+	b.Queue(`SELECT r.`+strings.ReplaceAll(roleColumns, ", ", ", r.")+`, s.goal,
+		       coalesce((SELECT json_agg(json_build_array(o.name, o.description) ORDER BY o.position, o.name)
+		                 FROM session_roles o WHERE o.session_id = s.id AND o.name <> $2), '[]'),
+		       s.prompt_tokens + s.completion_tokens, `+spendColumns+`
+		FROM sessions s JOIN session_roles r ON r.session_id = s.id AND r.name = $2
+		WHERE s.id = $1`, t.SessionID, t.Role)
 	if len(t.DependsOn) > 0 {
 		b.Queue(`SELECT `+taskColumns+` FROM tasks t WHERE t.id = ANY ($1) ORDER BY t.id`, t.DependsOn)
 	}
@@ -291,32 +306,24 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 		b.Queue(`SELECT `+attachmentColumns+`, a.data FROM attachments a
 			WHERE a.id = ANY ($1) AND a.turn_id = $2 ORDER BY a.position`, t.Attachments, t.TurnID)
 	}
-	b.Queue(toolCallsSQL, t.ID)
+	// A first attempt has no calls recorded by an earlier one.
+	if t.Attempt > 1 {
+		b.Queue(toolCallsSQL, t.ID)
+	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	if err := br.QueryRow().Scan(&in.Goal); err != nil {
-		return in, fmt.Errorf("task input: session: %w", err)
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return in, fmt.Errorf("task input: role: %w", err)
-	}
-	roles, err := pgx.CollectRows(rows, scanRole)
-	if err != nil {
-		return in, fmt.Errorf("task input: role: %w", err)
-	}
-	if len(roles) == 0 {
+	var team [][2]string
+	sp := &master.Spend{}
+	role, err := scanRoleAnd(br.QueryRow(), &in.Goal, &team, &sp.Used, &sp.Budget, &sp.GuildUsed, &sp.GuildBudget)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return in, fmt.Errorf("task input: role %q is not on the team: %w", t.Role, master.ErrNotFound)
 	}
-	in.Role = roles[0]
-	if rows, err = br.Query(); err != nil {
-		return in, fmt.Errorf("task input: team: %w", err)
+	if err != nil {
+		return in, fmt.Errorf("task input: role: %w", err)
 	}
-	if in.Team, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Role, error) {
-		var role master.Role
-		return role, r.Scan(&role.Name, &role.Description)
-	}); err != nil {
-		return in, fmt.Errorf("task input: team: %w", err)
+	in.Role, in.Spend = role, sp
+	for _, r := range team {
+		in.Team = append(in.Team, master.Role{Name: r[0], Description: r[1]})
 	}
 	if len(t.DependsOn) > 0 {
 		rows, err := br.Query()
@@ -336,11 +343,14 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 			return in, fmt.Errorf("task input: attachments: %w", err)
 		}
 	}
-	if rows, err = br.Query(); err != nil {
-		return in, fmt.Errorf("task input: tool calls: %w", err)
-	}
-	if in.Calls, err = collectCalls(rows); err != nil {
-		return in, fmt.Errorf("task input: tool calls: %w", err)
+	if t.Attempt > 1 {
+		rows, err := br.Query()
+		if err != nil {
+			return in, fmt.Errorf("task input: tool calls: %w", err)
+		}
+		if in.Calls, err = collectCalls(rows); err != nil {
+			return in, fmt.Errorf("task input: tool calls: %w", err)
+		}
 	}
 	if err := br.Close(); err != nil {
 		return in, fmt.Errorf("task input: %w", err)

@@ -22,7 +22,7 @@ func (s *Store) TurnReads(ctx context.Context, sessionID, turnID int64, historyL
 	b.Queue(`SELECT `+taskColumns+` FROM tasks t WHERE t.turn_id = $1 ORDER BY t.round, t.id`, turnID)
 	b.Queue(`SELECT `+attachmentColumns+`, a.data FROM attachments a
 		WHERE a.turn_id = $1 ORDER BY a.position`, turnID)
-	b.Queue(`SELECT `+sessionColumns+` FROM sessions s WHERE s.id = $1`, sessionID)
+	b.Queue(`SELECT `+sessionColumns+`, `+spendColumns+` FROM sessions s WHERE s.id = $1`, sessionID)
 	b.Queue(`SELECT `+roleColumns+` FROM session_roles WHERE session_id = $1 ORDER BY position, name`, sessionID)
 	b.Queue(historySQL, sessionID, turnID, historyLimit)
 	err := func() error {
@@ -41,9 +41,12 @@ func (s *Store) TurnReads(ctx context.Context, sessionID, turnID int64, historyL
 		if r.Attachments, err = collectAttachments(rows); err != nil {
 			return fmt.Errorf("turn attachments: %w", err)
 		}
-		if r.Session, err = scanSession(br.QueryRow()); err != nil {
+		sp := &master.Spend{}
+		if r.Session, err = scanSession(br.QueryRow(), &sp.Budget, &sp.GuildUsed, &sp.GuildBudget); err != nil {
 			return fmt.Errorf("session %d: %w", sessionID, err)
 		}
+		sp.Used = r.Session.Usage.Total()
+		r.Spend = sp
 		if rows, err = br.Query(); err != nil {
 			return fmt.Errorf("roster: %w", err)
 		}

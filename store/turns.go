@@ -506,7 +506,7 @@ func (s *Store) FinishTurn(ctx context.Context, g master.Guard, f master.Finish)
 // $9, $10 the usage (prompt, completion, model); $11 and $12 the wake. It
 // returns the turn's id, round and message, and whether another turn is queued; no
 // row when the guard does not hold. The nonces are outNonce's.
-const finishSQL = `
+var finishSQL = `
 	WITH g AS (
 		SELECT u.id, u.round, u.session_id, u.channel_id, u.message_id, u.author_id, s.guild_id
 		FROM turns u JOIN sessions s ON s.id = u.session_id
@@ -531,22 +531,7 @@ const finishSQL = `
 	), ended AS (
 		UPDATE turns w SET state = CASE WHEN w.id = g.id THEN $6 ELSE 'done' END, updated_at = now()
 		FROM g WHERE w.id = g.id OR ($6 = 'waiting' AND w.session_id = g.session_id AND w.state = 'waiting')
-	), charged AS (
-		UPDATE sessions s SET prompt_tokens = s.prompt_tokens + $8::bigint, completion_tokens = s.completion_tokens + $9::bigint
-		FROM g WHERE s.id = g.session_id AND $8::bigint + $9::bigint > 0
-	), by_model AS (
-		INSERT INTO session_usage AS m (session_id, model, prompt_tokens, completion_tokens)
-		SELECT g.session_id, $10, $8, $9 FROM g WHERE $8::bigint + $9::bigint > 0
-		ON CONFLICT (session_id, model) DO UPDATE
-		SET prompt_tokens = m.prompt_tokens + excluded.prompt_tokens,
-		    completion_tokens = m.completion_tokens + excluded.completion_tokens
-	), by_guild AS (
-		INSERT INTO guild_usage AS d (guild_id, day, model, prompt_tokens, completion_tokens)
-		SELECT g.guild_id, ` + utcToday + `, $10, $8, $9 FROM g WHERE $8::bigint + $9::bigint > 0
-		ON CONFLICT (guild_id, day, model) DO UPDATE
-		SET prompt_tokens = d.prompt_tokens + excluded.prompt_tokens,
-		    completion_tokens = d.completion_tokens + excluded.completion_tokens
-	), woken AS (
+	), ` + usageCTEs("g", "$8", "$9", "$10") + `, woken AS (
 		SELECT pg_notify($11, $12) FROM g
 	)
 	SELECT g.id, g.round, g.message_id, EXISTS (SELECT 1 FROM turns x WHERE x.session_id = g.session_id AND x.state = 'queued')
@@ -580,31 +565,51 @@ func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind maste
 }
 
 // Delegate enqueues the next round of a guarded turn and advances the
-// turn to it, in one transaction with one wake.
+// turn to it, charges the decision's usage and wakes the workers, in one
+// statement (one round trip, one commit). It returns the tasks' ids in
+// order.
 func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.NewTask, usage master.Usage) ([]int64, error) {
-	tx, err := s.begin(ctx)
+	input, err := batchJSON(tasks)
 	if err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}
-	defer tx.Rollback(ctx)
-	if _, err := checkGuard(ctx, tx, g); err != nil {
-		return nil, fmt.Errorf("delegate: %w", err)
+	payload := payloadOf(WakeTasks, strconv.FormatInt(g.SessionID, 10))
+	var ids []int64
+	err = s.queryNotifying(ctx, payload, func(q querier) error {
+		rows, err := q.Query(ctx, `
+			WITH g AS (
+				SELECT u.id, u.round, u.session_id, s.guild_id
+				FROM turns u JOIN sessions s ON s.id = u.session_id
+				WHERE u.id = $2 AND u.session_id = $1 AND u.state = 'running' AND u.round = $3
+				  AND s.state = 'active' AND s.master_owner = $10 AND s.master_lease_until > now()
+				FOR UPDATE OF u
+			), `+enqueueCTEs("g", "$4", "$1", "$2", "$3 + 1", "$5")+`, advanced AS (
+				UPDATE turns u SET round = u.round + 1, updated_at = now() FROM g WHERE u.id = g.id
+			), `+usageCTEs("g", "$6", "$7", "$8")+`, woken AS (
+				SELECT pg_notify($9, $11) FROM g
+			)
+			SELECT i.id FROM input i, g, (SELECT count(*) FROM woken) w ORDER BY i.ord`,
+			g.SessionID, g.TurnID, g.Round, input, s.attempts(), usage.PromptTokens, usage.CompletionTokens, usage.Model,
+			WakeChannel, g.Owner, payload)
+		if err != nil {
+			return err
+		}
+		if ids, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return pgx.ErrNoRows
+		}
+		return nil
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("delegate: turn %d round %d: %w", g.TurnID, g.Round, master.ErrStale)
 	}
-	ids, err := enqueueTasks(ctx, tx, g.SessionID, g.TurnID, g.Round+1, tasks, s.attempts())
 	if err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE turns SET round = round + 1, updated_at = now() WHERE id = $1`, g.TurnID); err != nil {
-		return nil, fmt.Errorf("delegate: %w", err)
-	}
-	if err := addUsage(ctx, tx, g.SessionID, usage); err != nil {
-		return nil, fmt.Errorf("delegate: %w", err)
-	}
-	if err := notify(ctx, tx, WakeTasks, g.SessionID); err != nil {
-		return nil, fmt.Errorf("delegate: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("delegate: %w", err)
+	if len(ids) != len(tasks) {
+		return nil, fmt.Errorf("delegate: inserted %d tasks, want %d", len(ids), len(tasks))
 	}
 	return ids, nil
 }

@@ -265,9 +265,16 @@ func (p *Pool) Run(ctx context.Context) error {
 	wake := p.cfg.Wake
 	failures := 0
 	claim := true
+	// full says the last claim took every free slot (or there was none):
+	// work may be left over for a slot that frees. A claim that left
+	// slots free found every claimable task: a slot freeing then needs no
+	// claim (new work comes with a wake, or the poll).
+	full := true
 	for {
 		if claim {
+			free := p.cfg.Slots - p.inFlight()
 			tasks, err := p.claim(ctx)
+			full = err != nil || len(tasks) >= free
 			switch {
 			case ctx.Err() != nil:
 				// Shutting down: the claim's error is ours.
@@ -315,6 +322,7 @@ func (p *Pool) Run(ctx context.Context) error {
 			}
 			p.checkRunning(hint)
 		case <-finished:
+			claim = full || wake == nil
 		case <-timer.C:
 		}
 		timer.Stop()

@@ -132,15 +132,18 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 
 	var last error // the latest validation error
 	retried := false
+	spend := in.Spend // read with the input: the first check reads nothing
 	for step := first; step < p.cfg.MaxSteps; step++ {
 		if err := ctx.Err(); err != nil {
 			return master.Outcome{Usage: usage}, err
 		}
-		if out, stop := p.overBudget(ctx, r.task, usage, log); stop {
+		spent, stop := p.overBudget(ctx, r.task, usage, spend, log)
+		spend = nil
+		if stop {
 			if err := ctx.Err(); err != nil {
 				return master.Outcome{Usage: usage}, err // stopped meanwhile: not the budget
 			}
-			return out, nil
+			return spent, nil
 		}
 		if step == p.cfg.MaxSteps-1 && len(offered) > 0 && step > 0 {
 			req.Messages = append(req.Messages, master.Message{Role: master.RoleUser,
@@ -196,10 +199,18 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 // its task ends failed (so its round still ends, and the master, which
 // calls no model either, answers with the budget). A budget that cannot
 // be checked stops the task too: no path spends unchecked.
-func (p *Pool) overBudget(ctx context.Context, t master.Task, used master.Usage, log *slog.Logger) (master.Outcome, bool) {
-	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	err := p.store.CheckSpend(cctx, t.SessionID, used.Total(), p.cfg.Budget)
-	cancel()
+//
+// spend, when not nil, is the session's spending read with the task's
+// input a moment ago: checked without a read of its own.
+func (p *Pool) overBudget(ctx context.Context, t master.Task, used master.Usage, spend *master.Spend, log *slog.Logger) (master.Outcome, bool) {
+	var err error
+	if spend != nil {
+		err = spend.Check(used.Total(), p.cfg.Budget)
+	} else {
+		cctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		err = p.store.CheckSpend(cctx, t.SessionID, used.Total(), p.cfg.Budget)
+		cancel()
+	}
 	switch {
 	case err == nil:
 		return master.Outcome{}, false
