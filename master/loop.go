@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -27,37 +28,45 @@ func pollFor(poll time.Duration, wake <-chan string, def time.Duration) time.Dur
 	return def
 }
 
-// due is the earliest time a consumer has work coming due by itself (a
-// retry it put off), so that its loop wakes then rather than at its next
+// due holds the times a consumer has work coming due by itself (retries
+// it put off), so that its loop wakes at each rather than at its next
 // poll. The zero value has none.
 type due struct {
 	mu sync.Mutex
-	at time.Time
+	at []time.Time // sorted; at most maxDue
 }
+
+// maxDue bounds the times kept: past it, the latest are dropped (the poll
+// finds their work).
+const maxDue = 64
 
 // set records that work comes due at t.
 func (d *due) set(t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.at.IsZero() || t.Before(d.at) || !d.at.After(time.Now()) {
-		d.at = t
+	i, _ := slices.BinarySearchFunc(d.at, t, func(a, b time.Time) int { return a.Compare(b) })
+	d.at = slices.Insert(d.at, i, t)
+	if len(d.at) > maxDue {
+		d.at = d.at[:maxDue]
 	}
 }
 
 // wait is how long to wait, at most poll, for the work that comes due
-// next; a due time passed is forgotten.
+// next; the times passed are forgotten (the flush before the wait found
+// their work).
 func (d *due) wait(poll time.Duration) time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.at.IsZero() {
+	now := time.Now()
+	i := 0
+	for i < len(d.at) && !d.at[i].After(now) {
+		i++
+	}
+	d.at = d.at[i:]
+	if len(d.at) == 0 {
 		return poll
 	}
-	left := time.Until(d.at)
-	if left <= 0 {
-		d.at = time.Time{}
-		return 0
-	}
-	return min(poll, left)
+	return min(poll, d.at[0].Sub(now))
 }
 
 // drain runs flush until ctx ends: at once again while flush finds a full

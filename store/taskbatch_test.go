@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -279,5 +280,34 @@ func TestCompleteTasksChargesUsage(t *testing.T) {
 	want := fmt.Sprintf("%d=30/2 %d=40/1 | %d:m=30 %d:n=40 | g1:m=30/2 g1:n=40/1", s1, s2, s1, s2)
 	if got != want {
 		t.Errorf("usage %q, want %q", got, want)
+	}
+}
+
+// A first attempt that depends on no task and was handed no file gets
+// its input with its claim, as TaskInput reads it; a task that depends on
+// another does not (its worker reads the results with TaskInput).
+func TestClaimCarriesTheInput(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	s := w.startSession()
+	_, ids := w.enqueue(s.ID, task("researcher", "look"), task("writer", "write", 0))
+	claimed := w.claim("w", 10)
+	if len(claimed) != 1 || claimed[0].ID != ids[0] || claimed[0].Input == nil {
+		t.Fatalf("claimed %+v, want the first task with its input", claimed)
+	}
+	got := *claimed[0].Input
+	claimed[0].Input = nil
+	want, err := w.store.TaskInput(w.ctx, claimed[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("input with the claim %+v\nwant TaskInput's %+v", got, want)
+	}
+	if _, err := w.store.CompleteTask(w.ctx, claimed[0].ID, claimed[0].Attempt, master.Outcome{State: master.TaskDone, Result: "found"}); err != nil {
+		t.Fatal(err)
+	}
+	if next := w.claim("w", 10); len(next) != 1 || next[0].Input != nil {
+		t.Errorf("claimed %+v, want the dependent task without an input", next)
 	}
 }

@@ -20,14 +20,14 @@ const taskColumns = `t.id, t.session_id, t.turn_id, t.round, t.role, t.instructi
 	t.attachment_ids`
 
 // scanTask reads one row of taskColumns; NULL times become zero times.
-func scanTask(row pgx.Row) (master.Task, error) {
+func scanTask(row pgx.Row, extra ...any) (master.Task, error) {
 	var t master.Task
 	var lease, started, ended *time.Time
 	var qa []byte
-	err := row.Scan(&t.ID, &t.SessionID, &t.TurnID, &t.Round, &t.Role, &t.Instruction, &t.DependsOn,
+	err := row.Scan(append([]any{&t.ID, &t.SessionID, &t.TurnID, &t.Round, &t.Role, &t.Instruction, &t.DependsOn,
 		&t.State, &t.Attempt, &t.WorkerID, &lease, &t.Result,
 		&t.Error, &qa, &t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.CreatedAt, &started, &ended,
-		&t.Attachments)
+		&t.Attachments}, extra...)...)
 	if err != nil {
 		return master.Task{}, err
 	}
@@ -197,12 +197,75 @@ func claimTasks(ctx context.Context, tx querier, workerID string, n int, lease t
 			SELECT c.session_id, c.id, 'ACK', jsonb_build_object('worker', c.worker_id, 'attempt', c.attempt)
 			FROM claimed c
 		)
-		SELECT `+taskColumns+` FROM claimed t ORDER BY t.id`,
+		-- A first attempt that needs no other task's result and no file
+		-- gets its input with the claim (as TaskInput reads it).
+		SELECT `+taskColumns+`, i.input
+		FROM claimed t LEFT JOIN LATERAL (
+			SELECT json_build_object('role', row_to_json(r), 'goal', s.goal,
+			       'team', coalesce((SELECT json_agg(json_build_array(o.name, o.description) ORDER BY o.position, o.name)
+			                         FROM session_roles o WHERE o.session_id = s.id AND o.name <> t.role), '[]'),
+			       'used', s.prompt_tokens + s.completion_tokens, 'budget', s.token_budget,
+			       'guild_used', coalesce((SELECT sum(g.prompt_tokens + g.completion_tokens) FROM guild_usage g
+			                               WHERE g.guild_id = s.guild_id AND g.day = `+utcToday+`), 0),
+			       'guild_budget', (SELECT l.daily_tokens FROM guild_limits l WHERE l.guild_id = s.guild_id)) AS input
+			FROM sessions s JOIN session_roles r ON r.session_id = s.id AND r.name = t.role
+			WHERE s.id = t.session_id AND t.attempt = 1 AND t.depends_on = '{}' AND t.attachment_ids = '{}'
+		) i ON true
+		ORDER BY t.id`,
 		workerID, n, lease.Microseconds())
 	if err != nil {
 		return nil, err
 	}
-	return collectTasks(rows)
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Task, error) {
+		var input []byte
+		t, err := scanTask(r, &input)
+		if err != nil || input == nil {
+			return t, err
+		}
+		t.Input, err = claimedInput(input)
+		return t, err
+	})
+}
+
+// claimedInput decodes the input a claim read for a task.
+func claimedInput(data []byte) (*master.TaskInput, error) {
+	var v struct {
+		Role struct {
+			Name        string   `json:"name"`
+			Description string   `json:"description"`
+			Prompt      string   `json:"prompt"`
+			Model       string   `json:"model"`
+			Temperature *float32 `json:"temperature"`
+			MaxTokens   *int     `json:"max_tokens"`
+			TimeoutMS   *int64   `json:"timeout_ms"`
+			Tools       []string `json:"tools"`
+		} `json:"role"`
+		Goal        string      `json:"goal"`
+		Team        [][2]string `json:"team"`
+		Used        int64       `json:"used"`
+		Budget      *int64      `json:"budget"`
+		GuildUsed   int64       `json:"guild_used"`
+		GuildBudget *int64      `json:"guild_budget"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("task input: %w", err)
+	}
+	in := &master.TaskInput{Goal: v.Goal, Spend: &master.Spend{Used: v.Used, Budget: v.Budget, GuildUsed: v.GuildUsed, GuildBudget: v.GuildBudget}}
+	r := v.Role
+	in.Role = master.Role{Name: r.Name, Description: r.Description, Prompt: r.Prompt, Model: r.Model, Temperature: r.Temperature, Tools: r.Tools}
+	if len(in.Role.Tools) == 0 {
+		in.Role.Tools = nil
+	}
+	if r.MaxTokens != nil {
+		in.Role.MaxTokens = *r.MaxTokens
+	}
+	if r.TimeoutMS != nil {
+		in.Role.Timeout = time.Duration(*r.TimeoutMS) * time.Millisecond
+	}
+	for _, m := range v.Team {
+		in.Team = append(in.Team, master.Role{Name: m[0], Description: m[1]})
+	}
+	return in, nil
 }
 
 // Heartbeat extends the lease of a running task to now+lease. It returns

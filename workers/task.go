@@ -49,9 +49,15 @@ func (p *Pool) runTask(ctx context.Context, r *running) {
 // drops it; the pool's shutdown releases it.
 func (p *Pool) work(r *running, log *slog.Logger) (master.Outcome, end) {
 	t := r.task
-	ictx, cancel := context.WithTimeout(r.ctx, storeTimeout)
-	in, err := p.store.TaskInput(ictx, t)
-	cancel()
+	var in TaskInput
+	var err error
+	if t.Input != nil {
+		in = *t.Input // read with the claim
+	} else {
+		ictx, cancel := context.WithTimeout(r.ctx, storeTimeout)
+		in, err = p.store.TaskInput(ictx, t)
+		cancel()
+	}
 	switch {
 	case r.ctx.Err() != nil:
 		return master.Outcome{}, interrupted(r.ctx)

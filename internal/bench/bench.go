@@ -41,8 +41,10 @@ type Sizes struct {
 	// time at PickupRate per second.
 	PickupTasks int `json:"pickup_tasks"`
 	PickupRate  int `json:"pickup_rate"`
-	// BurnTasks is how many no-op tasks the burn-down stage runs.
+	// BurnTasks is how many no-op tasks the burn-down stage runs, through
+	// a pool of BurnSlots slots (config.DefaultWorkerSlots when 0).
 	BurnTasks int `json:"burn_tasks"`
+	BurnSlots int `json:"burn_slots,omitempty"`
 	// ActiveSessions each have a turn in flight at once; DormantSessions
 	// are active teams with nothing to do.
 	ActiveSessions  int `json:"active_sessions"`
