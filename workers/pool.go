@@ -293,12 +293,15 @@ func (p *Pool) Run(ctx context.Context) error {
 			}
 			for _, r := range tasks {
 				wg.Go(func() {
-					p.runTask(ctx, r)
-					p.unregister(r)
-					select {
-					case finished <- struct{}{}:
-					default:
+					free := func() {
+						p.unregister(r)
+						select {
+						case finished <- struct{}{}:
+						default:
+						}
 					}
+					p.runTask(ctx, r, free)
+					free()
 				})
 			}
 		}

@@ -24,7 +24,12 @@ const (
 
 // runTask runs one claimed task and writes what it came to. ctx is the
 // pool's: the task's own context, r.ctx, derives from it.
-func (p *Pool) runTask(ctx context.Context, r *running) {
+//
+// free gives the task's slot back: once its outcome is in hand, the slot
+// may take the next task while the outcome is being written (the task
+// stays running, under its lease, until the write commits), as a job
+// queue frees a worker when its job returns.
+func (p *Pool) runTask(ctx context.Context, r *running, free func()) {
 	log := p.taskLogger(r.task)
 	start := time.Now()
 	log.Debug("task started")
@@ -33,6 +38,7 @@ func (p *Pool) runTask(ctx context.Context, r *running) {
 
 	switch e {
 	case endComplete:
+		free()
 		p.complete(ctx, r.task, out, log, start)
 	case endRelease:
 		p.release(ctx, r.task, log)
