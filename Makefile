@@ -2,10 +2,11 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test fmt-check vet build run compose-check
+.PHONY: test fmt-check vet chromium-check build run compose-check
 
-## test: gofmt check, go vet, and every test with the race detector against a real Postgres.
-test: fmt-check vet
+## test: gofmt check, go vet, and every test with the race detector against a real Postgres
+## (the dashboard's browser tests included: they need Chromium).
+test: fmt-check vet chromium-check
 	@url="$$(./scripts/test-db.sh)" && \
 	DATABASE_URL="$$url" $(GO) test -race -count=1 $(PKGS)
 
@@ -15,6 +16,12 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+
+## chromium-check: the dashboard's browser tests drive Chromium; without it `make test` fails
+## here, saying how to install it (CALLON_TEST_CHROMIUM may name another Chromium binary).
+chromium-check:
+	@if [ -z "$$CALLON_TEST_CHROMIUM" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+		echo "Chromium is missing: the dashboard's browser tests need it. Install it: apt-get install -y chromium"; exit 1; fi
 
 build:
 	$(GO) build -o bin/callon ./cmd/callon

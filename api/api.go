@@ -20,8 +20,6 @@ import (
 	"strconv"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/callonbot/callon/master"
 	"github.com/callonbot/callon/webhook"
 )
@@ -50,8 +48,12 @@ func (noMetrics) APIRequest(string, string) {}
 // Defaults of Config.
 const (
 	DefaultMaxBody = 64 << 10 // bytes of a request's body
-	DefaultRate    = 120      // requests a minute, per process
-	DefaultBurst   = 20       // requests at once above the rate
+	DefaultRate    = 120      // signed requests a minute, per caller and process
+	DefaultBurst   = 20       // signed requests at once above the rate
+	// DefaultUnsignedRate and DefaultUnsignedBurst bound the requests that
+	// fail the signature check, per address and process.
+	DefaultUnsignedRate  = 10
+	DefaultUnsignedBurst = 5
 )
 
 // Config configures the handler. Zero values take the defaults.
@@ -59,19 +61,23 @@ type Config struct {
 	Secret  string           // CALLON_API_SECRET: the HMAC key of requests
 	Now     func() time.Time // the clock requests' timestamps are checked against
 	MaxBody int64            // a larger body is refused (413)
-	Rate    int              // requests a minute this process takes; more are refused (429)
+	Rate    int              // signed requests a minute this process takes from a caller; more are refused (429)
 	Burst   int
-	Timeout time.Duration // one request's work (60 s: a dispatch talks to Discord)
-	Metrics Metrics       // nil: none
+	// UnsignedRate and UnsignedBurst bound, per address, the requests
+	// that fail the signature check; beyond, they get 429. They never
+	// count against a signed caller's Rate.
+	UnsignedRate, UnsignedBurst int
+	Timeout                     time.Duration // one request's work (60 s: a dispatch talks to Discord)
+	Metrics                     Metrics       // nil: none
 }
 
 // Handler serves the API.
 type Handler struct {
-	cfg   Config
-	svc   Service
-	limit *rate.Limiter
-	log   *slog.Logger
-	mux   *http.ServeMux
+	cfg    Config
+	svc    Service
+	limits *limits
+	log    *slog.Logger
+	mux    *http.ServeMux
 }
 
 // New returns the API's handler, serving paths under /v1/.
@@ -82,12 +88,14 @@ func New(cfg Config, svc Service, logger *slog.Logger) *Handler {
 	cfg.MaxBody = cmp.Or(cfg.MaxBody, DefaultMaxBody)
 	cfg.Rate = cmp.Or(cfg.Rate, DefaultRate)
 	cfg.Burst = cmp.Or(cfg.Burst, DefaultBurst)
+	cfg.UnsignedRate = cmp.Or(cfg.UnsignedRate, DefaultUnsignedRate)
+	cfg.UnsignedBurst = cmp.Or(cfg.UnsignedBurst, DefaultUnsignedBurst)
 	cfg.Timeout = cmp.Or(cfg.Timeout, time.Minute)
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
 	h := &Handler{cfg: cfg, svc: svc, log: logger.With("component", "api"),
-		limit: rate.NewLimiter(rate.Limit(float64(cfg.Rate)/60), cfg.Burst)}
+		limits: newLimits(cfg.Rate, cfg.Burst, cfg.UnsignedRate, cfg.UnsignedBurst)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/dispatch", h.counted("dispatch", h.signed(h.dispatch)))
 	mux.HandleFunc("POST /v1/sessions/{id}/messages", h.counted("message", h.signed(h.message)))
@@ -126,13 +134,16 @@ type request struct {
 }
 
 // signed wraps an endpoint with the checks every request passes, in
-// this order: the rate, the body's size, the signature and timestamp,
-// and the id not seen before.
+// this order: the body's size, the signature (over the method, path and
+// body) and timestamp, and the id not seen before — who the caller is —
+// and then the caller's rate. A request that fails the signature check
+// counts against its address's small bucket only, so unsigned traffic
+// cannot spend a signed caller's rate; beyond that bucket it gets 429.
 func (h *Handler) signed(next func(w http.ResponseWriter, r request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !h.limit.Allow() {
-			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusTooManyRequests, CodeRateLimited, "Too many requests; please slow down and try again in a second.")
+		// Unsigned at a glance: refused before the body is read.
+		if r.Header.Get(webhook.HeaderID) == "" || r.Header.Get(webhook.HeaderTimestamp) == "" || r.Header.Get(webhook.HeaderStdSignature) == "" {
+			h.refuseUnsigned(w, r, webhook.ErrMissingHeaders)
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBody))
@@ -146,15 +157,9 @@ func (h *Handler) signed(next func(w http.ResponseWriter, r request) error) http
 			return
 		}
 		now := h.cfg.Now()
-		id, err := webhook.Verify(h.cfg.Secret, r.Header, body, now)
-		switch {
-		case errors.Is(err, webhook.ErrTimestamp):
-			writeError(w, http.StatusUnauthorized, CodeStaleTimestamp,
-				"webhook-timestamp is unreadable or more than 5 minutes away from callon's clock; sign each request when you send it (and check your clock).")
-			return
-		case err != nil:
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized,
-				"The request is not signed with CALLON_API_SECRET: see docs/api.md, \"Inbound API\", for the webhook-id, webhook-timestamp and webhook-signature headers.")
+		id, err := webhook.VerifyAPIRequest(h.cfg.Secret, r.Method, r.URL.RequestURI(), r.Header, body, now)
+		if err != nil {
+			h.refuseUnsigned(w, r, err)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
@@ -168,6 +173,13 @@ func (h *Handler) signed(next func(w http.ResponseWriter, r request) error) http
 		if seen {
 			writeError(w, http.StatusConflict, CodeReplayed,
 				"This webhook-id was used before: a request is taken once. Sign a new request with a new webhook-id; the idempotency_key makes a retry safe.")
+			return
+		}
+		// One secret, one caller (the API has one key).
+		if !h.limits.allowCaller("api") {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusTooManyRequests, CodeRateLimited,
+				"Too many requests; please slow down, and sign the retry anew (with a new webhook-id) in a second.")
 			return
 		}
 		if err := next(w, request{Request: r.WithContext(ctx), body: body, id: id}); err != nil {

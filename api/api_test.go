@@ -93,7 +93,7 @@ func (e *env) do(method, path, body string, at time.Time, id string, sec string)
 		id = "msg_" + strconv.Itoa(e.n)
 	}
 	r := httptest.NewRequest(method, path, strings.NewReader(body))
-	webhook.SignRequest(r.Header, sec, id, at, []byte(body))
+	webhook.SignAPIRequest(r.Header, sec, id, at, method, path, []byte(body))
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
 	return w
@@ -148,7 +148,7 @@ func TestDispatch(t *testing.T) {
 // Signatures, timestamps and replays, with the handler's clock injected.
 func TestSignedRequestsOnly(t *testing.T) {
 	t.Parallel()
-	e := setup(t, api.Config{})
+	e := setup(t, api.Config{UnsignedBurst: 20})
 	cases := []struct {
 		name   string
 		at     time.Time
@@ -186,7 +186,7 @@ func TestSignedRequestsOnly(t *testing.T) {
 	}
 	// A body changed after signing.
 	r = httptest.NewRequest("POST", "/v1/dispatch", strings.NewReader(strings.Replace(dispatchJSON, "ship it", "leak it", 1)))
-	webhook.SignRequest(r.Header, secret, "tampered", now, []byte(dispatchJSON))
+	webhook.SignAPIRequest(r.Header, secret, "tampered", now, "POST", "/v1/dispatch", []byte(dispatchJSON))
 	w = httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
 	if w.Code != http.StatusUnauthorized {
@@ -310,5 +310,92 @@ func TestRequestsAreCounted(t *testing.T) {
 	want := []string{"dispatch ok", "session unauthorized", "other not_found"}
 	if strings.Join(m.got, ",") != strings.Join(want, ",") {
 		t.Errorf("counted %v, want %v", m.got, want)
+	}
+}
+
+// Who the caller is is checked before they are counted: however many
+// unsigned or forged requests come first, a signed request is taken;
+// those requests use up only their own address's small bucket (then
+// 429), never the signed caller's, nor another address's. (The rate used
+// to be spent before the signature was checked: 40 unsigned requests and
+// a signed one got 429.)
+func TestUnsignedRequestsCannotStarveSignedOnes(t *testing.T) {
+	t.Parallel()
+	e := setup(t, api.Config{Rate: 1, Burst: 2, UnsignedRate: 1, UnsignedBurst: 3})
+	send := func(r *http.Request, addr string) int {
+		r.RemoteAddr = addr + ":4242"
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		return w.Code
+	}
+	var codes []int
+	for i := range 40 {
+		r := httptest.NewRequest("GET", "/v1/sessions/7", nil)
+		if i%2 == 1 { // forged: signed with another secret
+			webhook.SignAPIRequest(r.Header, "wrong", "forged-"+strconv.Itoa(i), now, "GET", "/v1/sessions/7", nil)
+		}
+		codes = append(codes, send(r, "203.0.113.9"))
+	}
+	if codes[0] != 401 || codes[2] != 401 || codes[3] != 429 || codes[39] != 429 {
+		t.Errorf("unsigned statuses %v: want 401 for the address's first three, then 429", codes)
+	}
+	for i := range 2 {
+		r := httptest.NewRequest("GET", "/v1/sessions/7", nil)
+		webhook.SignAPIRequest(r.Header, secret, "signed-"+strconv.Itoa(i), now, "GET", "/v1/sessions/7", nil)
+		if code := send(r, "203.0.113.9"); code != http.StatusOK {
+			t.Errorf("signed request %d from the flooding address: %d, want 200", i, code)
+		}
+	}
+	if code := send(httptest.NewRequest("GET", "/v1/sessions/7", nil), "198.51.100.1"); code != 401 {
+		t.Errorf("another address's first unsigned request: %d, want 401", code)
+	}
+	// The signed caller's own rate still holds.
+	r := httptest.NewRequest("GET", "/v1/sessions/7", nil)
+	webhook.SignAPIRequest(r.Header, secret, "signed-3", now, "GET", "/v1/sessions/7", nil)
+	if code := send(r, "192.0.2.1"); code != http.StatusTooManyRequests {
+		t.Errorf("the caller's third request at a burst of 2: %d, want 429", code)
+	}
+}
+
+// A signature covers the method and the path: a signed request replayed
+// to another endpoint, another session or as another method is refused,
+// as is a signature over the body alone (a webhook's), and so is a
+// callback callon delivered (signed with the key derived for callbacks),
+// replayed as a request.
+func TestSignatureCoversMethodAndPath(t *testing.T) {
+	t.Parallel()
+	e := setup(t, api.Config{})
+	body := `{"user_id":"2","content":"hi"}`
+	signed := httptest.NewRequest("POST", "/v1/sessions/7/messages", nil)
+	webhook.SignAPIRequest(signed.Header, secret, "m1", now, "POST", "/v1/sessions/7/messages", []byte(body))
+	replay := func(method, path string, h http.Header, b string) int {
+		r := httptest.NewRequest(method, path, strings.NewReader(b))
+		r.Header = h.Clone()
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		return w.Code
+	}
+	if code := replay("POST", "/v1/sessions/8/messages", signed.Header, body); code != 401 {
+		t.Errorf("replayed to another session: %d, want 401", code)
+	}
+	if code := replay("GET", "/v1/sessions/7", signed.Header, body); code != 401 {
+		t.Errorf("replayed as a GET: %d, want 401", code)
+	}
+	bodyOnly := http.Header{}
+	webhook.SignRequest(bodyOnly, secret, "b1", now, []byte(body))
+	if code := replay("POST", "/v1/sessions/7/messages", bodyOnly, body); code != 401 {
+		t.Errorf("a signature over the body alone: %d, want 401", code)
+	}
+	callback := http.Header{}
+	event := []byte(`{"type":"session.reported","data":{"summary":"done"}}`)
+	webhook.SignRequest(callback, webhook.CallbackSecret(secret), "77", now, event)
+	if code := replay("GET", "/v1/sessions/7", callback, string(event)); code != 401 {
+		t.Errorf("a callback's delivery replayed as GET /v1/sessions/7: %d, want 401", code)
+	}
+	if code := replay("POST", "/v1/sessions/7/messages", signed.Header, body); code != http.StatusAccepted {
+		t.Errorf("the request as signed: %d, want 202", code)
+	}
+	if webhook.CallbackSecret(secret) == secret || !strings.HasPrefix(webhook.CallbackSecret(secret), "whsec_") {
+		t.Error("the callback secret is not derived")
 	}
 }

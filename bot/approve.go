@@ -37,7 +37,7 @@ func (b *Bot) decide(i *discordgo.InteractionCreate, raw string, approve bool) {
 		return
 	}
 	b.goWork(30*time.Second, func(ctx context.Context) {
-		actor := master.Actor{UserID: i.Member.User.ID, Permissions: i.Member.Permissions}
+		actor := master.Actor{UserID: i.Member.User.ID, Permissions: i.Member.Permissions, Roles: i.Member.Roles}
 		a, err := b.approvals.Decide(ctx, id, approve, actor)
 		if err != nil {
 			if _, ferr := b.s.FollowupMessageCreate(i.Interaction, false, &discordgo.WebhookParams{Content: b.errorText(i, err),
@@ -45,6 +45,14 @@ func (b *Bot) decide(i *discordgo.InteractionCreate, raw string, approve bool) {
 				b.log.Warn("refuse an approval", "approval_id", id, "err", ferr)
 			}
 			return
+		}
+		if a.State == master.ApprovalExpired {
+			// Too late: the click changed nothing; say so to the clicker.
+			if _, ferr := b.s.FollowupMessageCreate(i.Interaction, false, &discordgo.WebhookParams{
+				Content: "This request had expired: nothing was approved, and the call is not made.",
+				Flags:   discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}, discordgo.WithContext(ctx)); ferr != nil {
+				b.log.Warn("tell a late click", "approval_id", id, "err", ferr)
+			}
 		}
 		text := master.ApprovalText(a)
 		none := []discordgo.MessageComponent{}

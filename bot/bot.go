@@ -87,6 +87,7 @@ type Bot struct {
 	botUser string
 
 	approvals *master.Approvals // decides the clicks on Approve and Deny
+	outage    outage            // the messages the database refused, retried
 
 	ctx context.Context // the bot's lifetime: background work ends with it
 	// work outlives ctx: what the bot acknowledged (a command, a click, a
@@ -141,6 +142,7 @@ func (b *Bot) newSession() (*discordgo.Session, error) {
 	s.AddHandler(b.onDisconnect)
 	s.AddHandler(b.onInteraction)
 	s.AddHandler(b.onMessage)
+	s.AddHandler(b.onThreadUpdate)
 	return s, nil
 }
 
@@ -338,26 +340,9 @@ func (b *Bot) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 	if b.route(b.work, log, in) == nil {
 		return
 	}
-	// Postgres may be restarting: keep trying in the background, for as
-	// long as the bot runs, rather than lose the message (the turn is
-	// idempotent on its id, and turns are answered in message order
-	// whenever they are recorded). If the bot stops first, the catch-up
-	// at the next start finds the message.
-	b.goBackground(0, func(ctx context.Context) {
-		for n := 1; ; n++ {
-			t := time.NewTimer(master.Backoff(n, time.Second, time.Minute))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				log.Warn("message not routed before stopping; the next start catches it up")
-				return
-			case <-t.C:
-			}
-			if b.route(ctx, log, in) == nil {
-				return
-			}
-		}
-	})
+	// Postgres may be restarting: keep trying in the background rather
+	// than lose the message, a bounded number of messages at once.
+	b.retryRoute(s, log, in)
 }
 
 func (b *Bot) route(ctx context.Context, log *slog.Logger, in master.Incoming) error {

@@ -74,6 +74,40 @@ func (b *Bot) MessagesAfter(ctx context.Context, channelID, after string, limit 
 	return out, nil
 }
 
+// ActiveThreads returns the latest message id of each of a guild's
+// threads that are not archived, by thread id: one request.
+func (b *Bot) ActiveThreads(ctx context.Context, guildID string) (map[string]string, error) {
+	list, err := b.s.GuildThreadsActive(guildID, discordgo.WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("active threads of %s: %w", guildID, err)
+	}
+	out := make(map[string]string, len(list.Threads))
+	for _, t := range list.Threads {
+		out[t.ID] = t.LastMessageID
+	}
+	return out, nil
+}
+
+// onThreadUpdate puts a thread's team to sleep when Discord archived the
+// thread (it does so after the thread's auto-archive time without a
+// message): a dormant team counts against no cap, and the next message
+// in the thread, which unarchives it, wakes the team.
+func (b *Bot) onThreadUpdate(_ *discordgo.Session, u *discordgo.ThreadUpdate) {
+	if u.Channel == nil || u.ThreadMetadata == nil || !u.ThreadMetadata.Archived {
+		return
+	}
+	id := u.ID
+	b.goBackground(time.Minute, func(ctx context.Context) {
+		slept, err := b.svc.ThreadArchived(ctx, id)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			b.log.Warn("put the team of an archived thread to sleep", "thread_id", id, "err", err)
+		case slept:
+			b.log.Info("team went dormant: its thread was archived", "thread_id", id)
+		}
+	})
+}
+
 // MemberRoles returns a member's role ids in a guild, read over REST;
 // master.ErrNotFound when the user is not a member.
 func (b *Bot) MemberRoles(ctx context.Context, guildID, userID string) ([]string, error) {

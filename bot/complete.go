@@ -124,7 +124,7 @@ func (b *Bot) completeRoles(i *discordgo.InteractionCreate) {
 	if f.Name == "tools" {
 		ctx, cancel := context.WithTimeout(b.work, completeTimeout)
 		defer cancel()
-		b.respondChoices(i, completeListWith(typed(f), b.toolNames(ctx), master.ParseToolList))
+		b.respondChoices(i, completeListWith(typed(f), b.toolNames(ctx, i.GuildID), master.ParseToolList))
 		return
 	}
 	if f.Name != "name" {
@@ -212,11 +212,11 @@ func completeListWith(typed string, names []string, parse func(string) []string)
 	return out
 }
 
-// toolNames is what a role's tools list may name: fetch_url, and the
-// tools of the configured MCP servers that answer in time.
-func (b *Bot) toolNames(ctx context.Context) []string {
+// toolNames is what a role's tools list may name in a guild: fetch_url,
+// and the tools of the MCP servers granted to it that answer in time.
+func (b *Bot) toolNames(ctx context.Context, guild string) []string {
 	if t := b.roles.Policy().Tools; t != nil {
-		return t.Names(ctx)
+		return t.Names(ctx, guild)
 	}
 	return []string{"fetch_url"}
 }

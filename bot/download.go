@@ -13,6 +13,8 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/callonbot/callon/master"
+
+	"github.com/callonbot/callon/redact"
 )
 
 var _ master.Downloader = (*Downloader)(nil)
@@ -98,15 +100,9 @@ func (d *Downloader) Download(ctx context.Context, u string, max int64) ([]byte,
 	return data, resp.Header.Get("Content-Type"), nil
 }
 
-// redactURL is u without its query, where the CDN's signature is.
-func redactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	p.RawQuery, p.Fragment, p.User = "", "", nil
-	return p.String()
-}
+// redactURL is u without its secrets: the CDN's signature is in its
+// query.
+func redactURL(u string) string { return redact.URL(u) }
 
 // incomingAttachments maps a message's files to the master's form.
 func incomingAttachments(atts []*discordgo.MessageAttachment) []master.IncomingAttachment {

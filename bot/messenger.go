@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,10 +81,10 @@ func (m *Messenger) Send(ctx context.Context, msg master.OutMessage) (string, er
 		body.MessageReference = &discordgo.MessageReference{MessageID: msg.ReplyTo, ChannelID: msg.ChannelID, FailIfNotExists: &no}
 		body.AllowedMentions.RepliedUser = true
 	}
-	sent, err := m.post(ctx, msg.ChannelID, body)
+	sent, err := m.post(ctx, msg.ChannelID, body, msg.File)
 	if discordCode(err) == codeThreadArchived {
 		if uerr := m.unarchive(ctx, msg.ChannelID); uerr == nil {
-			sent, err = m.post(ctx, msg.ChannelID, body)
+			sent, err = m.post(ctx, msg.ChannelID, body, msg.File)
 		}
 	}
 	if err != nil {
@@ -92,9 +93,22 @@ func (m *Messenger) Send(ctx context.Context, msg master.OutMessage) (string, er
 	return sent.ID, nil
 }
 
-func (m *Messenger) post(ctx context.Context, channelID string, body outgoing) (*discordgo.Message, error) {
+// post creates a message, with file attached when it has a name (sent as
+// multipart, the body as payload_json).
+func (m *Messenger) post(ctx context.Context, channelID string, body outgoing, file master.File) (*discordgo.Message, error) {
 	endpoint := discordgo.EndpointChannelMessages(channelID)
-	raw, err := m.s.RequestWithBucketID(http.MethodPost, endpoint, body, endpoint, discordgo.WithContext(ctx))
+	var raw []byte
+	var err error
+	if file.Name == "" {
+		raw, err = m.s.RequestWithBucketID(http.MethodPost, endpoint, body, endpoint, discordgo.WithContext(ctx))
+	} else {
+		ct, b, merr := discordgo.MultipartBodyWithJSON(body, []*discordgo.File{{Name: file.Name, ContentType: "application/json",
+			Reader: bytes.NewReader(file.Data)}})
+		if merr != nil {
+			return nil, fmt.Errorf("encode the message with its file: %w", merr)
+		}
+		raw, err = m.s.RequestRaw(http.MethodPost, endpoint, ct, b, endpoint, 0, discordgo.WithContext(ctx))
+	}
 	if err != nil {
 		return nil, err
 	}

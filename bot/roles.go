@@ -156,6 +156,15 @@ func (b *Bot) runRoles(ctx context.Context, i *discordgo.InteractionCreate, sub 
 			}
 		}
 	}
+	if target != i.ChannelID {
+		// Another channel's roles (and their prompts) are for those who
+		// can see it, in this server.
+		m, err := b.Channels().GuildMember(ctx, i.GuildID, target, i.Member.User.ID)
+		if err != nil || m.Permissions&master.PermViewChannel == 0 {
+			return "", &master.Error{Code: master.ENotAllowed, Err: master.ErrNotAllowed,
+				Message: "You can only list the roles of channels of this server that you can see."}
+		}
+	}
 	channelID, err := b.rosterChannel(ctx, i, target)
 	if err != nil {
 		return "", err
@@ -188,6 +197,19 @@ func (b *Bot) runRoles(ctx context.Context, i *discordgo.InteractionCreate, sub 
 		return master.RenderRoles(channelID, before, changes, b.roles.Policy()), nil
 	case "set":
 		role := roleFromOptions(sub)
+		if len(role.Tools) > 0 {
+			// Tools act on the operator's servers and the network: a
+			// server-wide power, granted with Manage Server, never with a
+			// channel's permission.
+			perms, err := b.guildPermissions(ctx, i)
+			if err != nil {
+				return "", err
+			}
+			if !master.MayManageGuild(perms) {
+				return "", &master.Error{Code: master.ENotAllowed, Err: master.ErrNotAllowed,
+					Message: "Giving a role tools needs the **Manage Server** permission (or Administrator) in the server itself: tools act on systems and the network, which is a server-wide power, not a channel's. You can still set the role without `tools`."}
+			}
+		}
 		created, err := b.roles.SetRole(ctx, scope, role, by)
 		if master.ErrorCode(err) == master.EInvalid {
 			return "", master.Errorf(master.EInvalid, "could not save role **%s**: %s", role.Name, master.ErrorMessage(err))

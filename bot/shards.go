@@ -198,3 +198,14 @@ func (b *Bot) GatewayStatus() (up bool, down string) {
 	}
 	return false, "shards " + strings.Join(ids, ", ") + " disconnected"
 }
+
+// GuildName is a guild's name as the gateway told this process ("" when
+// none of its shards has the guild): for people, never for decisions.
+func (b *Bot) GuildName(guildID string) string {
+	for _, sh := range b.shardList() {
+		if g, err := sh.s.State.Guild(guildID); err == nil && g != nil {
+			return g.Name
+		}
+	}
+	return ""
+}

@@ -19,6 +19,7 @@ type Caps struct {
 	UserTurnsPerMinute int              // CALLON_USER_TURNS_PER_MINUTE: messages one person may send teams per minute; 0: no limit
 	Prices             map[string]Price // CALLON_PRICES: by model
 	Retention          time.Duration    // CALLON_RETENTION: how long ended sessions' rows are kept; 0: for ever
+	SessionIdle        time.Duration    // CALLON_SESSION_IDLE: how long a team may be idle before it goes dormant; 0: never
 }
 
 // Price is a model's price in US dollars per million tokens.
@@ -32,6 +33,7 @@ const (
 	DefaultMaxQueuedTurns     = 5
 	DefaultUserTurnsPerMinute = 10
 	DefaultRetention          = 720 * time.Hour
+	DefaultSessionIdle        = 7 * 24 * time.Hour
 )
 
 func (p *parser) caps() Caps {
@@ -42,6 +44,7 @@ func (p *parser) caps() Caps {
 		UserTurnsPerMinute: p.int("CALLON_USER_TURNS_PER_MINUTE", DefaultUserTurnsPerMinute, 0, 10000),
 		Prices:             p.prices("CALLON_PRICES"),
 		Retention:          p.retention("CALLON_RETENTION"),
+		SessionIdle:        p.orNever("CALLON_SESSION_IDLE", DefaultSessionIdle),
 	}
 }
 
@@ -76,18 +79,21 @@ func (p *parser) prices(v string) map[string]Price {
 }
 
 // retention is a duration of at least a second, or 0 (keep everything).
-func (p *parser) retention(v string) time.Duration {
+func (p *parser) retention(v string) time.Duration { return p.orNever(v, DefaultRetention) }
+
+// orNever is a duration of at least a second, or 0 (never).
+func (p *parser) orNever(v string, def time.Duration) time.Duration {
 	s := strings.TrimSpace(p.getenv(v))
 	if s == "0" {
 		return 0
 	}
-	return p.duration(v, DefaultRetention, time.Second, 100*365*24*time.Hour)
+	return p.duration(v, def, time.Second, 100*365*24*time.Hour)
 }
 
 // String describes the caps.
 func (c Caps) String() string {
-	return fmt.Sprintf("max_user_sessions=%d guild_daily_tokens=%d max_queued_turns=%d user_turns_per_minute=%d prices=%s retention=%s",
-		c.MaxUserSessions, c.GuildDailyTokens, c.MaxQueuedTurns, c.UserTurnsPerMinute, c.pricesString(), c.Retention)
+	return fmt.Sprintf("max_user_sessions=%d guild_daily_tokens=%d max_queued_turns=%d user_turns_per_minute=%d prices=%s retention=%s session_idle=%s",
+		c.MaxUserSessions, c.GuildDailyTokens, c.MaxQueuedTurns, c.UserTurnsPerMinute, c.pricesString(), c.Retention, c.SessionIdle)
 }
 
 // pricesString is the prices as CALLON_PRICES writes them.

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	scrub "github.com/callonbot/callon/redact"
 )
 
 // Defaults for the operator contract; docs/configuration.md documents
@@ -31,6 +33,7 @@ const (
 	DefaultWorkerSlots     = 16 // a slot waits on the network: a full team fans out in one wave
 	DefaultLLMConcurrency  = 8
 	DefaultSessionTokens   = 2_000_000
+	DefaultMaxOutput       = 4096
 	DefaultHistoryMessages = 12
 	DefaultMaxPrompt       = 4000
 	DefaultLLMRetries      = 4
@@ -68,6 +71,12 @@ type Config struct {
 	MCPServers []MCPServer
 	// GuildTrustedBots are the roles file's trusted_bots, by guild id.
 	GuildTrustedBots map[string][]string
+	// GuildFetchAllow are the roles file's fetch_allow, by guild id: the
+	// private hosts fetch_url may reach for that guild only.
+	GuildFetchAllow map[string][]string
+	// OutboundAllow is the roles file's outbound_allow: hosts fetch_url
+	// reaches without approval even for a role that reads private data.
+	OutboundAllow []string
 	// Providers are the named model providers besides OPENAI_*, from the
 	// roles file and CALLON_PROVIDERS, in name order.
 	Providers []Provider
@@ -82,6 +91,7 @@ type Config struct {
 	HandBack    HandBack
 	Webhook     Webhook
 	API         API
+	Dashboard   Dashboard
 	Attachments Attachments
 	Caps        Caps
 	Tools       Tools
@@ -105,6 +115,7 @@ type Limits struct {
 	WorkerSlots    int           // CALLON_CONCURRENT_TASKS (formerly CALLON_WORKER_SLOTS): tasks one process runs at once; 0: none (bot only)
 	LLMConcurrency int           // CALLON_LLM_CONCURRENCY: LLM calls one process makes at once
 	SessionTokens  int64         // CALLON_MAX_SESSION_TOKENS: 0 means unlimited
+	MaxOutput      int           // CALLON_MAX_OUTPUT_TOKENS: max_tokens of a model call whose role sets none
 	History        int           // CALLON_HISTORY: recent messages the master sees verbatim
 	MaxPrompt      int           // CALLON_MAX_PROMPT: characters of a role's prompt
 	LLMRetries     int           // CALLON_LLM_RETRIES: retries of one model call (429, 5xx)
@@ -144,6 +155,7 @@ func Load(getenv func(string) string) Config {
 			WorkerSlots:    p.int(p.renamed("CALLON_CONCURRENT_TASKS", "CALLON_WORKER_SLOTS"), DefaultWorkerSlots, 0, 256),
 			LLMConcurrency: p.int("CALLON_LLM_CONCURRENCY", DefaultLLMConcurrency, 1, 1024),
 			SessionTokens:  int64(p.int("CALLON_MAX_SESSION_TOKENS", DefaultSessionTokens, 0, 1<<31-1)),
+			MaxOutput:      p.int("CALLON_MAX_OUTPUT_TOKENS", DefaultMaxOutput, 16, 200_000),
 			History:        p.int("CALLON_HISTORY", DefaultHistoryMessages, 2, 200),
 			MaxPrompt:      p.int("CALLON_MAX_PROMPT", DefaultMaxPrompt, 100, 32000),
 			LLMRetries:     p.int("CALLON_LLM_RETRIES", DefaultLLMRetries, 0, 10),
@@ -165,6 +177,8 @@ func Load(getenv func(string) string) Config {
 			p.fail("CALLON_ROLES_FILE", "%v", err)
 		}
 		c.Roles, c.MCPServers, c.Providers, c.GuildTrustedBots = rf.Rosters, rf.MCPServers, rf.Providers, rf.TrustedBots
+		c.GuildFetchAllow, c.OutboundAllow = rf.FetchAllow, rf.OutboundAllow
+		bindImplicitGrants(c.MCPServers, c.DiscordGuild)
 	}
 	c.Providers = p.providers(c.Providers)
 	if path := strings.TrimSpace(getenv("CALLON_MASTER_PROMPT_FILE")); path != "" {
@@ -176,6 +190,7 @@ func Load(getenv func(string) string) Config {
 	c.HandBack = p.handBack()
 	c.Webhook = p.webhook()
 	c.API = p.api(c.HTTPAddr)
+	c.Dashboard = p.dashboard(c.HTTPAddr, c.DiscordAppID)
 	c.Attachments = p.attachments()
 	c.Caps = p.caps()
 	c.Tools = p.tools()
@@ -212,6 +227,11 @@ func (c Config) Validate(need Need) error {
 	}
 	if need&NeedDiscord != 0 && c.DiscordToken == "" {
 		errs = append(errs, fieldError("DISCORD_TOKEN", "is required (the bot token from the Discord Developer Portal)"))
+	}
+	if need&NeedDiscord != 0 {
+		if err := implicitGrants(c.MCPServers); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if need&NeedLLM != 0 && c.OpenAIKey == "" && strings.HasPrefix(c.OpenAIBaseURL, DefaultOpenAIBaseURL) {
 		errs = append(errs, fieldError("OPENAI_API_KEY", "is required for "+DefaultOpenAIBaseURL+" (servers such as Ollama need none: set OPENAI_BASE_URL)"))
@@ -253,7 +273,7 @@ func (c Config) attrs() []slog.Attr {
 		slog.String("discord_shards", c.Sharding.String()),
 		slog.String("database_url", RedactURL(c.DatabaseURL)),
 		slog.String("openai_api_key", redact(c.OpenAIKey)),
-		slog.String("openai_base_url", c.OpenAIBaseURL),
+		slog.String("openai_base_url", scrub.URL(c.OpenAIBaseURL)),
 		slog.String("tool_dialect", c.ToolDialect),
 		slog.String("master_model", c.MasterModel),
 		slog.String("worker_model", c.WorkerModel),
@@ -273,6 +293,7 @@ func (c Config) attrs() []slog.Attr {
 		slog.Int("worker_slots", l.WorkerSlots),
 		slog.Int("llm_concurrency", l.LLMConcurrency),
 		slog.Int64("max_session_tokens", l.SessionTokens),
+		slog.Int("max_output_tokens", l.MaxOutput),
 		slog.Int("history", l.History),
 		slog.Int("max_prompt", l.MaxPrompt),
 		slog.Int("llm_retries", l.LLMRetries),
@@ -285,11 +306,14 @@ func (c Config) attrs() []slog.Attr {
 		slog.Int("max_active_sessions", h.MaxActiveSessions),
 		slog.Int("report_cap", h.ReportCap),
 		slog.String("trusted_bots", strings.Join(h.TrustedBots, ",")),
-		slog.String("webhook_url", redactWebhookURL(w.URL)),
+		slog.String("webhook_url", cmp.Or(scrub.URL(w.URL), "(unset)")),
 		slog.String("webhook_secret", redact(w.Secret)),
 		slog.Int("webhook_retries", w.Retries),
 		slog.String("api_secret", redact(c.API.Secret)),
 		slog.Int("api_rate", c.API.Rate),
+		slog.String("dashboard_token", redact(c.Dashboard.Token)),
+		slog.String("discord_client_secret", redact(c.Dashboard.ClientSecret)),
+		slog.String("dashboard_redirect_url", c.Dashboard.RedirectURL),
 		slog.String("providers", providerList(c.Providers)),
 		slog.String("discord_cdn_url", c.Attachments.CDNURL),
 		slog.Int64("attachment_max_file", c.Attachments.MaxFile),
@@ -444,7 +468,7 @@ func (p *parser) level(v string) slog.Level {
 func providerList(ps []Provider) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
-		parts[i] = p.Name + "=" + RedactURL(p.BaseURL)
+		parts[i] = p.Name + "=" + scrub.URL(p.BaseURL)
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }

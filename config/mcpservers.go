@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	scrub "github.com/callonbot/callon/redact"
 )
 
 // MCPServer is an MCP server the roles file declares under mcp_servers.
@@ -23,6 +25,17 @@ type MCPServer struct {
 	URL      string            // Streamable HTTP endpoint
 	Headers  map[string]string // Streamable HTTP: sent with every request
 	Approval MCPApproval
+	// Guilds are the Discord servers whose roles may use its tools.
+	Guilds GuildGrant
+	// Approvers are Discord role ids: with any, only a member holding one
+	// decides on a call of its tools, and never the team's owner.
+	Approvers []string
+	// ReadsPrivate marks tools that read private data (files, databases,
+	// mail): every tool unless the roles file says otherwise. SendsOut
+	// marks tools that send data out of callon, as fetch_url does. A role
+	// holding both kinds has its outbound calls approved by a person (see
+	// SECURITY.md, "The lethal combination").
+	ReadsPrivate, SendsOut ToolMark
 }
 
 // MCPApproval says which of a server's tools wait for a person's approval
@@ -39,13 +52,24 @@ func (s MCPServer) LogValue() slog.Value {
 	if len(s.Command) > 0 {
 		attrs = append(attrs, slog.String("command", s.Command[0]), slog.Any("env", sortedKeys(s.Env)))
 	} else {
-		attrs = append(attrs, slog.String("url", RedactURL(s.URL)), slog.Any("headers", sortedKeys(s.Headers)))
+		attrs = append(attrs, slog.String("url", scrub.URL(s.URL)), slog.Any("headers", sortedKeys(s.Headers)))
 	}
 	switch {
 	case s.Approval.All:
 		attrs = append(attrs, slog.String("approval", "required"))
 	case len(s.Approval.Tools) > 0:
 		attrs = append(attrs, slog.Any("approval", s.Approval.Tools))
+	}
+	switch {
+	case s.Guilds.Implicit:
+		attrs = append(attrs, slog.String("guilds", "none named: the terminal's only"))
+	case s.Guilds.All:
+		attrs = append(attrs, slog.String("guilds", "all"))
+	default:
+		attrs = append(attrs, slog.Any("guilds", s.Guilds.Guilds))
+	}
+	if len(s.Approvers) > 0 {
+		attrs = append(attrs, slog.Any("approvers", s.Approvers))
 	}
 	return slog.GroupValue(attrs...)
 }
@@ -66,6 +90,11 @@ type mcpServerYAML struct {
 	URL      string            `yaml:"url"`
 	Headers  map[string]string `yaml:"headers"`
 	Approval approvalYAML      `yaml:"approval"`
+
+	Guilds       guildsYAML `yaml:"guilds"`
+	Approvers    idsYAML    `yaml:"approvers"`
+	ReadsPrivate markYAML   `yaml:"reads_private"`
+	SendsOut     markYAML   `yaml:"sends_out"`
 }
 
 // approvalYAML is `required` or a list of tool names.
@@ -140,7 +169,7 @@ func (y mcpServerYAML) server(name string, getenv func(string) string) (MCPServe
 		}
 		s.Approval.Tools = append(s.Approval.Tools, t)
 	}
-	return s, nil
+	return s, y.grants(&s)
 }
 
 // expandMap checks a map's keys against key and expands its values.

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	scrub "github.com/callonbot/callon/redact"
 )
 
 // Provider is a named OpenAI-compatible server besides the default one
@@ -26,7 +28,7 @@ type Provider struct {
 
 // LogValue describes the provider without its key or header values.
 func (p Provider) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("name", p.Name), slog.String("base_url", RedactURL(p.BaseURL)),
+	return slog.GroupValue(slog.String("name", p.Name), slog.String("base_url", scrub.URL(p.BaseURL)),
 		slog.String("api_key", redact(p.APIKey)), slog.Any("headers", sortedKeys(p.Headers)), slog.String("tool_dialect", p.ToolDialect))
 }
 

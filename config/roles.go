@@ -54,12 +54,17 @@ type rolesFileYAML struct {
 	MCPServers map[string]mcpServerYAML `yaml:"mcp_servers"`
 	Roles      []roleYAML               `yaml:"roles"`
 	Guilds     map[string]guildYAML     `yaml:"guilds"`
+	// OutboundAllow: hosts fetch_url may reach without a person's
+	// approval even for a role that also reads private data.
+	OutboundAllow []string `yaml:"outbound_allow"`
 }
 
 type guildYAML struct {
 	Roles       []roleYAML             `yaml:"roles"`
 	Channels    map[string]channelYAML `yaml:"channels"`
 	TrustedBots []string               `yaml:"trusted_bots"`
+	// FetchAllow: private hosts fetch_url may reach for this guild only.
+	FetchAllow []string `yaml:"fetch_allow"`
 }
 
 type channelYAML struct {
@@ -91,6 +96,12 @@ type RolesFile struct {
 	Providers []Provider
 	// TrustedBots are the bots callon listens to in a guild, by guild id.
 	TrustedBots map[string][]string
+	// FetchAllow are the private hosts fetch_url may reach for one guild
+	// only, by guild id (CALLON_FETCH_ALLOW's are every guild's).
+	FetchAllow map[string][]string
+	// OutboundAllow are the hosts fetch_url may reach without approval
+	// even for a role that also reads private data.
+	OutboundAllow []string
 }
 
 // loadRolesFile reads and parses the roles file at path, expanding
@@ -192,8 +203,18 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 		if !isSnowflake(gid) {
 			return RolesFile{}, fmt.Errorf("guild %q: not a numeric Discord id (quote ids: \"123…\")", gid)
 		}
-		if g.Roles == nil && len(g.Channels) == 0 && len(g.TrustedBots) == 0 {
-			return RolesFile{}, fmt.Errorf("guild %s: no roles and no channels (nor trusted_bots)", gid)
+		if g.Roles == nil && len(g.Channels) == 0 && len(g.TrustedBots) == 0 && len(g.FetchAllow) == 0 {
+			return RolesFile{}, fmt.Errorf("guild %s: no roles and no channels (nor trusted_bots, nor fetch_allow)", gid)
+		}
+		if len(g.FetchAllow) > 0 {
+			hosts, err := checkHosts(g.FetchAllow)
+			if err != nil {
+				return RolesFile{}, fmt.Errorf("guild %s: fetch_allow: %w", gid, err)
+			}
+			if rf.FetchAllow == nil {
+				rf.FetchAllow = map[string][]string{}
+			}
+			rf.FetchAllow[gid] = hosts
 		}
 		for _, id := range g.TrustedBots {
 			if !isSnowflake(id) {
@@ -218,9 +239,14 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 			}
 		}
 	}
+	hosts, err := checkHosts(doc.OutboundAllow)
+	if err != nil {
+		return RolesFile{}, fmt.Errorf("outbound_allow: %w", err)
+	}
+	rf.OutboundAllow = hosts
 	// A file may declare only MCP servers or providers, for roles set by
 	// command; a file that declares nothing is a mistake.
-	if len(rf.Rosters) == 0 && len(rf.MCPServers) == 0 && len(rf.Providers) == 0 && len(rf.TrustedBots) == 0 {
+	if len(rf.Rosters) == 0 && len(rf.MCPServers) == 0 && len(rf.Providers) == 0 && len(rf.TrustedBots) == 0 && len(rf.FetchAllow) == 0 {
 		return RolesFile{}, errors.New("defines no roles: give a default `roles:` list or `guilds:` (or `mcp_servers:` for roles set by command)")
 	}
 	return rf, nil

@@ -215,9 +215,9 @@ func TestParseRolesFileMCPServers(t *testing.T) {
 	}
 	want := []config.MCPServer{
 		{Name: "everything", Command: []string{"node", "/opt/mcp/everything/index.js", "stdio", "^a$b"},
-			Env: map[string]string{"SOME_KEY": "k3y", "PLAIN": "plain"}},
-		{Name: "files-2", Command: []string{"files"}, Approval: config.MCPApproval{Tools: []string{"write", "delete"}}},
-		{Name: "search", URL: "https://mcp.example.com/mcp",
+			Env: map[string]string{"SOME_KEY": "k3y", "PLAIN": "plain"}, Guilds: config.GuildGrant{Implicit: true}, ReadsPrivate: config.ToolMark{All: true}},
+		{Name: "files-2", Command: []string{"files"}, Approval: config.MCPApproval{Tools: []string{"write", "delete"}}, Guilds: config.GuildGrant{Implicit: true}, ReadsPrivate: config.ToolMark{All: true}},
+		{Name: "search", URL: "https://mcp.example.com/mcp", Guilds: config.GuildGrant{Implicit: true}, ReadsPrivate: config.ToolMark{All: true},
 			Headers: map[string]string{"Authorization": "Bearer s3cret"}, Approval: config.MCPApproval{All: true}},
 	}
 	if !reflect.DeepEqual(rf.MCPServers, want) {

@@ -1,9 +1,12 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"strings"
+
+	scrub "github.com/callonbot/callon/redact"
 )
 
 // DefaultWebhookRetries is how many times a failed webhook delivery is
@@ -43,25 +46,5 @@ func (p *parser) webhook() Webhook {
 // String describes the webhook settings with the secret, and any
 // userinfo or query of the URL, redacted.
 func (w Webhook) String() string {
-	return fmt.Sprintf("webhook_url=%s webhook_secret=%s webhook_retries=%d", redactWebhookURL(w.URL), redact(w.Secret), w.Retries)
-}
-
-// redactWebhookURL keeps the scheme, host and path of u: its userinfo and
-// query are where tokens live.
-func redactWebhookURL(u string) string {
-	if u == "" {
-		return "(unset)"
-	}
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(unparseable, redacted)"
-	}
-	if p.User != nil {
-		p.User = url.User("xxxxx")
-	}
-	if p.RawQuery != "" {
-		p.RawQuery = "xxxxx"
-	}
-	p.Fragment, p.RawFragment = "", ""
-	return p.String()
+	return fmt.Sprintf("webhook_url=%s webhook_secret=%s webhook_retries=%d", cmp.Or(scrub.URL(w.URL), "(unset)"), redact(w.Secret), w.Retries)
 }

@@ -74,7 +74,7 @@ func TestWebhookSecretsAreRedacted(t *testing.T) {
 			t.Errorf("String() shows %q: %s", secret, s)
 		}
 	}
-	if !strings.Contains(s, "webhook_url=https://xxxxx@hooks.example.com/callon?xxxxx webhook_secret=(set)") {
+	if !strings.Contains(s, "webhook_url=https://REDACTED@hooks.example.com/callon?token=REDACTED webhook_secret=(set)") {
 		t.Errorf("String() = %s, want the URL's host and path, the rest redacted", s)
 	}
 }

@@ -102,7 +102,7 @@ func (m *meter) totals() (int, int64) {
 	return m.calls, m.tokens
 }
 
-// budgetCheck is a CheckSpend for the worlds: the run's token bound as
+// budgetCheck is a hold of the worlds (HoldSpend): the run's token bound as
 // a team budget, so callon's own code stops calling the model once it is
 // spent.
 func (m *meter) budgetCheck() error {

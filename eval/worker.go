@@ -90,7 +90,7 @@ func newWorkerStore(s Situation, model string, m *meter) *workerStore {
 	return &workerStore{task: t, input: in, meter: m, ended: make(chan struct{})}
 }
 
-func (s *workerStore) ClaimTasks(_ context.Context, workerID string, n int, lease time.Duration) ([]master.Task, error) {
+func (s *workerStore) ClaimTasks(_ context.Context, _ master.Scope, workerID string, n int, lease time.Duration) ([]master.Task, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.claimed || n < 1 {
@@ -131,9 +131,15 @@ func (s *workerStore) TaskInput(context.Context, master.Task) (master.TaskInput,
 
 func (s *workerStore) SweepExpired(context.Context) (int, int, error) { return 0, 0, nil }
 
-func (s *workerStore) CheckSpend(context.Context, int64, int64, master.Budget) error {
-	return s.meter.budgetCheck()
+func (s *workerStore) HoldSpend(context.Context, master.Hold) (master.Held, error) {
+	if err := s.meter.budgetCheck(); err != nil {
+		return master.Held{}, err
+	}
+	return master.Held{ID: 1}, nil
 }
+
+// SettleSpend changes nothing: the meter counts what the model used.
+func (s *workerStore) SettleSpend(context.Context, int64, master.Usage) error { return nil }
 
 func (s *workerStore) PlanToolCalls(_ context.Context, taskID int64, _, step int, calls []master.PlannedCall) ([]master.CallRecord, error) {
 	s.mu.Lock()
@@ -160,7 +166,7 @@ func (s *workerStore) RecordToolCall(_ context.Context, _ int64, _, seq int, res
 }
 
 // PauseForApproval is never reached: no scripted tool needs approval.
-func (s *workerStore) PauseForApproval(context.Context, int64, int, int, time.Duration, master.Usage) (int64, error) {
+func (s *workerStore) PauseForApproval(context.Context, int64, int, int, time.Duration, []string) (int64, error) {
 	return 0, fmt.Errorf("eval: no tool of a case needs approval")
 }
 
@@ -187,7 +193,7 @@ type toolbox struct{ defs map[string]ToolDef }
 
 var _ workers.Toolbox = (*toolbox)(nil)
 
-func (b *toolbox) Offer(_ context.Context, allowed []string) ([]master.Tool, string) {
+func (b *toolbox) Offer(_ context.Context, _ string, allowed []string) ([]master.Tool, string) {
 	var out []master.Tool
 	for _, name := range allowed {
 		def, ok := b.defs[name]
@@ -209,14 +215,16 @@ func (b *toolbox) Offer(_ context.Context, allowed []string) ([]master.Tool, str
 	return out, ""
 }
 
-func (b *toolbox) Allows(allowed []string, name string) bool {
+func (b *toolbox) Allows(_ string, allowed []string, name string) bool {
 	_, scripted := b.defs[name]
 	return slices.Contains(allowed, name) && (scripted || name == fetchURL)
 }
 
-func (b *toolbox) NeedsApproval(string) bool { return false }
+func (b *toolbox) NeedsApproval([]string, string, string) bool { return false }
 
-func (b *toolbox) Call(_ context.Context, name, args string) master.ToolResult {
+func (b *toolbox) Approvers(string) []string { return nil }
+
+func (b *toolbox) Call(_ context.Context, _, name, args string) master.ToolResult {
 	for _, r := range b.defs[name].Results {
 		if r.Match == "" || strings.Contains(args, r.Match) {
 			return master.ToolResult{Text: r.Result, IsError: r.IsError, Size: len(r.Result)}

@@ -70,7 +70,7 @@ var _ master.OrchestratorStore = (*world)(nil)
 // sessionID is the one session of every world.
 const sessionID = 1
 
-func (w *world) PendingSessions(context.Context, string) ([]int64, error) {
+func (w *world) PendingSessions(context.Context, master.Scope, string) ([]int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.end != nil {
@@ -133,25 +133,26 @@ func (w *world) FailTurn(context.Context, master.Guard, time.Duration) (int, err
 	return w.turn.MasterFailures, nil
 }
 
-func (w *world) CountMasterCall(_ context.Context, _ master.Guard, max int) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.turn.MasterCalls >= max {
-		return w.turn.MasterCalls, master.ErrCeiling
-	}
-	w.turn.MasterCalls++
-	return w.turn.MasterCalls, nil
-}
-
-func (w *world) CheckSpend(context.Context, int64, int64, master.Budget) error {
-	err := w.meter.budgetCheck()
-	if err != nil {
+// HoldSpend checks the run's budget, then counts the master's call on the
+// turn, as the store's one statement does.
+func (w *world) HoldSpend(_ context.Context, h master.Hold) (master.Held, error) {
+	if err := w.meter.budgetCheck(); err != nil {
 		w.mu.Lock()
 		w.budget = true
 		w.mu.Unlock()
+		return master.Held{}, err
 	}
-	return err
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.turn.MasterCalls >= h.MaxCalls {
+		return master.Held{Calls: w.turn.MasterCalls}, master.ErrCeiling
+	}
+	w.turn.MasterCalls++
+	return master.Held{ID: int64(w.turn.MasterCalls), Calls: w.turn.MasterCalls}, nil
 }
+
+// SettleSpend changes nothing: the meter counts what the model used.
+func (w *world) SettleSpend(context.Context, int64, master.Usage) error { return nil }
 
 func (w *world) AbandonTurn(_ context.Context, _ master.Guard, text string) error {
 	w.mu.Lock()
@@ -162,7 +163,7 @@ func (w *world) AbandonTurn(_ context.Context, _ master.Guard, text string) erro
 	return nil
 }
 
-func (w *world) Delegate(_ context.Context, _ master.Guard, tasks []master.NewTask, _ master.Usage) ([]int64, error) {
+func (w *world) Delegate(_ context.Context, _ master.Guard, tasks []master.NewTask) ([]int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.turn.Round++
@@ -184,7 +185,7 @@ func (w *world) Delegate(_ context.Context, _ master.Guard, tasks []master.NewTa
 	return ids, nil
 }
 
-func (w *world) ResumeTask(_ context.Context, _ master.Guard, taskID int64, answer string, _ master.Usage) error {
+func (w *world) ResumeTask(_ context.Context, _ master.Guard, taskID int64, answer string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	i := slices.IndexFunc(w.tasks, func(t master.Task) bool { return t.ID == taskID })
@@ -197,7 +198,7 @@ func (w *world) ResumeTask(_ context.Context, _ master.Guard, taskID int64, answ
 	return nil
 }
 
-func (w *world) Replan(_ context.Context, _ master.Guard, roster []master.Role, _ master.Usage) ([]string, error) {
+func (w *world) Replan(_ context.Context, _ master.Guard, roster []master.Role) ([]string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var removed []string
@@ -224,8 +225,6 @@ func (w *world) ReportBack(context.Context, master.Guard, master.NewReport) (mas
 func (w *world) DispatchedByTurn(context.Context, int64, string) (master.Session, error) {
 	return master.Session{}, master.ErrNotFound
 }
-
-func (w *world) AddUsage(context.Context, int64, master.Usage) error { return nil }
 
 // queued returns the tasks waiting for a worker, in order.
 func (w *world) queued() []master.Task {

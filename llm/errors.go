@@ -8,6 +8,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	scrub "github.com/callonbot/callon/redact"
 )
 
 // StatusError is an HTTP error answer from the server.
@@ -80,27 +82,11 @@ func (c *Client) message(err error) string {
 	default:
 		msg = err.Error()
 	}
-	if c.key != "" {
-		msg = strings.ReplaceAll(msg, c.key, redacted)
-	}
-	return msg
+	return scrub.Text(msg, c.key)
 }
 
-const redacted = "[REDACTED]"
+const redacted = scrub.Mask
 
-// redactedError is an error whose text had the API key in it.
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
-
-// redact returns err with the key removed from its text.
-func redact(err error, key string) error {
-	if err == nil || key == "" || !strings.Contains(err.Error(), key) {
-		return err
-	}
-	return &redactedError{msg: strings.ReplaceAll(err.Error(), key, redacted), err: err}
-}
+// redact returns err with the key, and any secret of the kinds package
+// redact knows (an URL's userinfo or query, tokens), masked.
+func redact(err error, key string) error { return scrub.Error(err, key) }

@@ -59,20 +59,3 @@ func (r *Router) Chat(ctx context.Context, req master.ChatRequest) (master.ChatR
 	}
 	return resp, err
 }
-
-// HasModel asks the model's provider whether it serves the model; known
-// is false when the provider lists no models (some servers do not), and
-// err says why the list could not be had.
-func (r *Router) HasModel(ctx context.Context, model string) (has, known bool, err error) {
-	c, _, name := r.route(model)
-	ids, err := c.Models(ctx)
-	if err != nil || len(ids) == 0 {
-		return false, false, err
-	}
-	for _, id := range ids {
-		if id == name {
-			return true, true, nil
-		}
-	}
-	return false, true, nil
-}

@@ -309,7 +309,7 @@ func (a *API) Message(ctx context.Context, sessionID int64, m APIMessage) (t Tur
 	case utf8.RuneCountInString(content) > MaxAPIMessageLen:
 		return Turn{}, false, Errorf(EInvalid, "content is %d characters long; keep it under %d.", utf8.RuneCountInString(content), MaxAPIMessageLen)
 	}
-	v, err := a.store.SessionView(ctx, sessionID)
+	v, err := a.view(ctx, sessionID)
 	if errors.Is(err, ErrNotFound) {
 		return Turn{}, false, Errorf(ENotFound, "There is no team %d.", sessionID)
 	}
@@ -350,9 +350,19 @@ func (a *API) Message(ctx context.Context, sessionID int64, m APIMessage) (t Tur
 
 // View returns a team as GET /v1/sessions/{id} shows it.
 func (a *API) View(ctx context.Context, sessionID int64) (SessionView, error) {
-	v, err := a.store.SessionView(ctx, sessionID)
+	v, err := a.view(ctx, sessionID)
 	if errors.Is(err, ErrNotFound) {
 		return v, Errorf(ENotFound, "There is no team %d.", sessionID)
+	}
+	return v, err
+}
+
+// view reads a Discord team: the API knows no other (a terminal team is
+// its chat's alone), ErrNotFound.
+func (a *API) view(ctx context.Context, sessionID int64) (SessionView, error) {
+	v, err := a.store.SessionView(ctx, sessionID)
+	if err == nil && !(Scope{}).Serves(v.Session) {
+		return SessionView{}, ErrNotFound
 	}
 	return v, err
 }

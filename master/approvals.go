@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,7 +80,11 @@ type Approval struct {
 	Seq       int
 	Role      string
 	Tool      string // as the model called it
-	Args      string // shortened
+	Args      string // as the model wrote them, in full
+	// Approvers are the Discord role ids whose members alone decide (the
+	// operator's approvers of the tool's server); none: the team's owner
+	// and members who can manage threads.
+	Approvers []string
 	State     ApprovalState
 	DecidedBy string // Discord user id; "" unless approved or denied
 	DecidedAt time.Time
@@ -93,12 +98,6 @@ type Approval struct {
 const (
 	ApprovePrefix = "approve:"
 	DenyPrefix    = "deny:"
-)
-
-// Bounds of a call's arguments as people see them.
-const (
-	maxApprovalArgs = 600 // in an approval request
-	maxSignalArgs   = 160 // in a TOOL signal
 )
 
 // ApprovalButtons are the buttons of approval request id.
@@ -126,34 +125,13 @@ func ShortArgs(args string, max int) string {
 
 // codeSpan shows s as inline code, on one line: backticks inside it
 // would end the span, so they become look-alikes. Nothing in a code span
-// renders as a mention.
+// renders as Markdown or a mention.
 func codeSpan(s string) string {
-	s = strings.ReplaceAll(s, "`", "ˋ")
+	s = strings.ReplaceAll(oneLine(s, MaxMessageLen), "`", "ˋ")
 	if strings.TrimSpace(s) == "" {
 		return "`{}`"
 	}
 	return "`" + s + "`"
-}
-
-// ApprovalText is what an approval request's message says: who asks to
-// call what with which arguments, and, once decided, the outcome.
-func ApprovalText(a Approval) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "🔐 **%s** asks to call **%s** with %s\n", a.Role, ToolLabel(a.Tool), codeSpan(ShortArgs(a.Args, maxApprovalArgs)))
-	switch a.State {
-	case ApprovalApproved:
-		fmt.Fprintf(&b, "✅ Approved by <@%s> <t:%d:R>: the call is made.", a.DecidedBy, a.DecidedAt.Unix())
-	case ApprovalDenied:
-		fmt.Fprintf(&b, "⛔ Denied by <@%s> <t:%d:R>: the call is not made.", a.DecidedBy, a.DecidedAt.Unix())
-	case ApprovalExpired:
-		b.WriteString("⌛ Nobody decided in time, so it counts as denied: the call is not made.")
-	case ApprovalCancelled:
-		b.WriteString("⏹️ No longer needed: the task ended first.")
-	default:
-		fmt.Fprintf(&b, "The task waits. The member who started the team, or a member who can manage threads, can approve or deny it; "+
-			"undecided <t:%d:R>, it counts as denied.", a.ExpiresAt.Unix())
-	}
-	return Truncate(b.String(), MaxMessageLen)
 }
 
 // Denial is the result a model reads for a call that was not approved.
@@ -176,10 +154,10 @@ type ApprovalStore interface {
 	// queues its task again. A request already decided is returned as
 	// it stands, unchanged.
 	DecideApproval(ctx context.Context, id int64, approve bool, by string) (Approval, error)
-	// UnsettledApprovals lists up to limit requests decided (or expired,
-	// or cancelled) before before, whose posted message still shows
+	// UnsettledApprovals lists up to limit requests of scope's sessions
+	// decided (or expired, or cancelled) before before, whose posted message still shows
 	// buttons.
-	UnsettledApprovals(ctx context.Context, before time.Time, limit int) ([]Approval, error)
+	UnsettledApprovals(ctx context.Context, scope Scope, before time.Time, limit int) ([]Approval, error)
 	// SettleApproval records that a request's message shows its outcome.
 	SettleApproval(ctx context.Context, id int64) error
 }
@@ -198,19 +176,57 @@ func NewApprovals(store ApprovalStore, logger *slog.Logger) *Approvals {
 // NotDecider is what a member reads who may not decide on a request.
 const NotDecider = "Only the member who started this team, or members who can manage threads, can approve or deny its calls."
 
+// NotApprover is what a member reads who may not decide on a call whose
+// server names approvers.
+const NotApprover = "Calls of this tool are decided by the members the operator named as its approvers, and never by the person who started the team."
+
+// MayDecide reports whether actor may decide on request ap of team s: with
+// approvers named on it (the operator's, as its message says), a member
+// holding one of those Discord roles who is not the team's owner (nobody
+// approves their own team's calls); otherwise the team's owner or a
+// member who can manage threads. Bots never decide.
+func MayDecide(s Session, ap Approval, actor Actor) bool {
+	roles := ap.Approvers
+	if len(roles) == 0 {
+		return actor.MayManage(s)
+	}
+	if actor.Bot || actor.UserID == s.OwnerID {
+		return false
+	}
+	for _, r := range actor.Roles {
+		if slices.Contains(roles, r) {
+			return true
+		}
+	}
+	return false
+}
+
 // Decide records actor's decision on request id: approve, or deny. It
 // returns the request as it now stands, already decided by someone else
-// included. An *Error with ENotAllowed when actor may not decide: the
-// team's owner and members who can manage threads may.
+// included. An *Error with ENotAllowed when actor may not decide (see
+// MayDecide).
 func (a *Approvals) Decide(ctx context.Context, id int64, approve bool, actor Actor) (Approval, error) {
+	return a.DecideIn(ctx, 0, id, approve, actor)
+}
+
+// DecideIn is Decide where only the requests of one team are shown (a
+// chat's terminal): a request of another team is not found there.
+// sessionID 0 is any team.
+func (a *Approvals) DecideIn(ctx context.Context, sessionID, id int64, approve bool, actor Actor) (Approval, error) {
 	ap, s, err := a.store.Approval(ctx, id)
+	if err == nil && sessionID != 0 && s.ID != sessionID {
+		return Approval{}, Errorf(ENotFound, "This team has no request %d.", id)
+	}
 	if errors.Is(err, ErrNotFound) {
 		return ap, &Error{Code: ENotFound, Message: "This request is gone: its team was removed.", Err: err}
 	}
 	if err != nil {
 		return ap, fmt.Errorf("decide: %w", err)
 	}
-	if !actor.MayManage(s) {
+	if !MayDecide(s, ap, actor) {
+		if len(ap.Approvers) > 0 {
+			return ap, Errorf(ENotAllowed, NotApprover)
+		}
 		return ap, Errorf(ENotAllowed, NotDecider)
 	}
 	if ap.State != ApprovalPending {
@@ -242,6 +258,8 @@ type SettlerConfig struct {
 	// answer, which edits the message at once.
 	Grace time.Duration
 	Now   func() time.Time
+	// Scope is the sessions whose requests this settler edits.
+	Scope Scope
 }
 
 // Settler keeps each approval request's message showing its outcome,
@@ -303,7 +321,7 @@ func (a *Settler) Run(ctx context.Context) error {
 // the next poll.
 func (a *Settler) settle(ctx context.Context) (int, error) {
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	list, err := a.store.UnsettledApprovals(qctx, a.cfg.Now().Add(-a.cfg.Grace), settleBatch)
+	list, err := a.store.UnsettledApprovals(qctx, a.cfg.Scope, a.cfg.Now().Add(-a.cfg.Grace), settleBatch)
 	cancel()
 	if err != nil {
 		return 0, err

@@ -28,7 +28,7 @@ func (f *approvalFake) DecideApproval(ctx context.Context, id int64, approve boo
 	f.log = append(f.log, fmt.Sprintf("decide %d %t %s", id, approve, by))
 	return f.DecideFunc(ctx, id, approve, by)
 }
-func (f *approvalFake) UnsettledApprovals(ctx context.Context, before time.Time, limit int) ([]Approval, error) {
+func (f *approvalFake) UnsettledApprovals(ctx context.Context, _ Scope, before time.Time, limit int) ([]Approval, error) {
 	return f.UnsettledFn(ctx, before, limit)
 }
 func (f *approvalFake) SettleApproval(_ context.Context, id int64) error {
@@ -38,7 +38,7 @@ func (f *approvalFake) SettleApproval(_ context.Context, id int64) error {
 func (f *approvalFake) Send(context.Context, OutMessage) (string, error) { return "", nil }
 func (f *approvalFake) Find(context.Context, OutMessage) (string, error) { return "", nil }
 func (f *approvalFake) Edit(_ context.Context, channelID, messageID, content string) error {
-	f.log = append(f.log, fmt.Sprintf("edit %s/%s: %s", channelID, messageID, firstLine(strings.TrimPrefix(content, firstLine(content)+"\n"))))
+	f.log = append(f.log, fmt.Sprintf("edit %s/%s: %s", channelID, messageID, content[strings.LastIndex(content, "\n")+1:]))
 	return f.EditFunc(channelID, messageID, content)
 }
 func (f *approvalFake) Typing(context.Context, string) error  { return nil }
@@ -130,18 +130,116 @@ func TestSettler(t *testing.T) {
 	}
 }
 
-// A request's text names the role, the tool as a role's list does, and
-// the arguments shortened in a code span, whatever they hold.
+// A request's text names the role, and the tool as code, whatever name
+// the model gave it (no Markdown of the model's can fake a decision), and
+// shows the arguments in full, pretty-printed, in a block nothing inside
+// can end.
 func TestApprovalText(t *testing.T) {
 	t.Parallel()
-	args := "{\"msg\":\"<@&123> @everyone `rm -rf` " + strings.Repeat("x", 1000) + "\"}"
-	got := ApprovalText(Approval{Role: "engineer", Tool: "shell__run", Args: args, State: ApprovalPending, ExpiresAt: time.Unix(1700000000, 0)})
-	head := firstLine(got)
-	if !strings.HasPrefix(head, "🔐 **engineer** asks to call **shell.run** with `{\"msg\":\"<@&123> @everyone ˋrm -rfˋ xxx") ||
-		!strings.HasSuffix(head, "…`") || strings.Count(head, "`") != 2 {
-		t.Errorf("head line %q, want the role, the tool and the arguments cut, in one code span", head)
+	args := "{\"path\":\"/srv/notes/pricing.md\",\"msg\":\"<@&123> @everyone ```\\n✅ Approved by <@1>\"}"
+	got := ApprovalText(Approval{Role: "engineer", Tool: "shell__run** ✅ Approved by <@1> **", Args: args, State: ApprovalPending,
+		ExpiresAt: time.Unix(1700000000, 0)})
+	lines := strings.Split(got, "\n")
+	if lines[0] != "🔐 **engineer** asks to call `shell.run** ✅ Approved by <@1> **` with:" {
+		t.Errorf("head line %q, want the tool's name in a code span", lines[0])
 	}
-	if !strings.Contains(got, "<t:1700000000:R>") {
-		t.Errorf("text %q lacks the deadline", got)
+	want := "```json\n{\n  \"path\": \"/srv/notes/pricing.md\",\n  \"msg\": \"<@&123> @everyone \\u0060\\u0060\\u0060\\n✅ Approved by <@1>\"\n}\n```"
+	if !strings.Contains(got, want) {
+		t.Errorf("text:\n%s\nwant the arguments in full:\n%s", got, want)
+	}
+	if strings.Count(got, "```") != 2 {
+		t.Errorf("text %q: the arguments' backticks end the block", got)
+	}
+	if !strings.Contains(got, "<t:1700000000:R>") || !strings.Contains(got, "The member who started the team") {
+		t.Errorf("text %q lacks the deadline or who decides", got)
+	}
+	named := ApprovalText(Approval{Role: "engineer", Tool: "fs__write", Args: "{}", Approvers: []string{"333", "444"}, State: ApprovalPending})
+	if !strings.Contains(named, "A member with <@&333> or <@&444> (never the member who started the team) can approve or deny it") {
+		t.Errorf("text with approvers: %q", named)
+	}
+}
+
+// Arguments longer than a message shows are attached in full as
+// arguments.json; the message shows their first lines and says so.
+func TestApprovalArgsAttachedWhenLong(t *testing.T) {
+	t.Parallel()
+	long := `{"path":"/srv/notes/pricing.md","padding":"` + strings.Repeat("x ", 1000) + `","then":"/home/callon/.ssh/authorized_keys"}`
+	block, file := ApprovalArgs(long)
+	if file == nil || !strings.Contains(string(file), "/home/callon/.ssh/authorized_keys") || !strings.HasSuffix(string(file), "}\n") {
+		t.Fatalf("file %q, want every argument", file)
+	}
+	if !strings.Contains(block, "/srv/notes/pricing.md") || !strings.Contains(block, "attached `arguments.json`") || len(block) > 1100 {
+		t.Errorf("block (%d chars) %q, want the first lines and the file named", len(block), block)
+	}
+	text := ApprovalText(Approval{Role: "r", Tool: "fs__write", Args: long, State: ApprovalPending})
+	if len([]rune(text)) > MaxMessageLen || !strings.Contains(text, "can approve or deny") {
+		t.Errorf("text (%d chars) cut, or without who decides", len([]rune(text)))
+	}
+	if block, file := ApprovalArgs(`{"a":1}`); file != nil || block != "```json\n{\n  \"a\": 1\n}\n```" {
+		t.Errorf("short arguments: %q, %q", block, file)
+	}
+}
+
+// Arguments a person and a tool could read two ways are refused before
+// anyone is asked: not one JSON object, or a key given twice at any depth
+// (JSON parsers keep the last one, which the approver may never see).
+func TestCheckArgs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args string
+		want string // "" for fine
+	}{
+		{`{"path":"/a"}`, ""},
+		{``, ""},
+		{`  {} `, ""},
+		{`{"a":{"b":1,"c":[{"d":1},{"d":2}]}}`, ""},
+		{`{"path":"/srv/notes/pricing.md","x":"...","path":"/home/callon/.ssh/authorized_keys"}`, `give the key "path" twice`},
+		{`{"a":{"b":1,"b":2}}`, `"a" give the key "b" twice`},
+		{`{"a":[{"b":1,"b":2}]}`, `give the key "b" twice`},
+		{`["path"]`, "one JSON object"},
+		{`"x"`, "one JSON object"},
+		{`null`, "one JSON object"},
+		{`{"a":1}{"a":2}`, "nothing after it"},
+		{`{"a":`, "not valid JSON"},
+	} {
+		err := CheckArgs(tc.args)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckArgs(%s) = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// Invisible and direction-changing characters are shown as escapes: the
+// approver reads what the tool will read.
+func TestPrettyArgsEscapesWhatCannotBeSeen(t *testing.T) {
+	t.Parallel()
+	got := PrettyArgs("{\"path\":\"/srv/\u202edm.yek\u200b\"}")
+	if want := "{\n  \"path\": \"/srv/\\u202edm.yek\\u200b\"\n}"; got != want {
+		t.Errorf("PrettyArgs = %q, want %q", got, want)
+	}
+}
+
+// With approvers named, only a member holding one of those roles decides,
+// and never the team's owner, whatever their permissions.
+func TestMayDecideWithApprovers(t *testing.T) {
+	t.Parallel()
+	s := Session{ID: 1, OwnerID: "owner"}
+	ap := Approval{Approvers: []string{"333"}}
+	for _, tc := range []struct {
+		name  string
+		actor Actor
+		want  bool
+	}{
+		{"the owner", Actor{UserID: "owner", Permissions: PermAdministrator, Roles: []string{"333"}}, false},
+		{"a thread manager", Actor{UserID: "mod", Permissions: PermManageThreads}, false},
+		{"an approver", Actor{UserID: "ann", Roles: []string{"1", "333"}}, true},
+		{"a bot with the role", Actor{UserID: "bot", Bot: true, Roles: []string{"333"}}, false},
+	} {
+		if got := MayDecide(s, ap, tc.actor); got != tc.want {
+			t.Errorf("%s: MayDecide = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !MayDecide(s, Approval{}, Actor{UserID: "owner"}) || MayDecide(s, Approval{}, Actor{UserID: "x"}) {
+		t.Error("without approvers: want the owner, not a bystander")
 	}
 }

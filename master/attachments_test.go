@@ -190,7 +190,7 @@ type fetchFake struct {
 	urls     []string
 }
 
-func (f *fetchFake) ClaimAttachments(_ context.Context, _ string, n int, _ time.Duration) ([]Attachment, error) {
+func (f *fetchFake) ClaimAttachments(_ context.Context, _ Scope, _ string, n int, _ time.Duration) ([]Attachment, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n = min(n, len(f.queue))

@@ -21,6 +21,8 @@ func (f *catchUpStore) CatchUpPoints(context.Context) ([]CatchUpPoint, error) {
 	return []CatchUpPoint{f.point}, nil
 }
 
+func (f *catchUpStore) DormantPoints(context.Context) ([]CatchUpPoint, error) { return nil, nil }
+
 func (f *catchUpStore) Access(context.Context, string) (Access, error) { return nil, nil }
 
 func (f *catchUpStore) RecordTurn(_ context.Context, t Turn, a Admission) (Turn, bool, error) {
@@ -41,6 +43,10 @@ func (h historyReader) MessagesAfter(context.Context, string, string, int) ([]In
 }
 
 func (historyReader) MemberRoles(context.Context, string, string) ([]string, error) { return nil, nil }
+
+func (historyReader) ActiveThreads(context.Context, string) (map[string]string, error) {
+	return nil, nil
+}
 
 // The catch-up counts as missed only what was posted before the gateway
 // session began; what it finds posted since is admitted as on arrival

@@ -27,7 +27,7 @@ type CommandStore interface {
 	// ReplanSession replaces an active session's roster (queued tasks of
 	// removed roles are cancelled) and posts notice in its thread, in one
 	// transaction. It returns the names removed.
-	ReplanSession(ctx context.Context, sessionID int64, roster []Role, notice string, usage Usage) ([]string, error)
+	ReplanSession(ctx context.Context, sessionID int64, roster []Role, notice string) ([]string, error)
 	// SessionStats counts what a session did.
 	SessionStats(ctx context.Context, sessionID int64) (SessionStats, error)
 	// Dissolve ends an active session: open tasks and turns are cancelled,
@@ -37,11 +37,9 @@ type CommandStore interface {
 	Dissolve(ctx context.Context, sessionID int64, summary string, final *NewReport) error
 	// HandBack tells how many reports a session sent, and its last answer.
 	HandBack(ctx context.Context, sessionID int64) (sent int, lastAnswer string, err error)
-	// CheckSpend returns a *BudgetError when the session's budget, or
-	// its guild's of the day, is spent (see OrchestratorStore).
-	CheckSpend(ctx context.Context, sessionID int64, pending int64, def Budget) error
-	// AddUsage charges tokens to the session.
-	AddUsage(ctx context.Context, sessionID int64, u Usage) error
+	// SpendStore holds each /replan call's worst case and settles it
+	// (see Meter).
+	SpendStore
 }
 
 // SessionStats is what a team did, for its closing summary.
@@ -49,6 +47,7 @@ type SessionStats struct {
 	Turns     int            // user messages handled
 	TasksDone map[string]int // finished subtasks by role
 	Tasks     int            // subtasks in all
+	Usage     Usage          // tokens used, as the session's row has them now
 }
 
 // CommandsConfig configures the commands.
@@ -67,13 +66,17 @@ type CommandsConfig struct {
 	// for a team past one. Prices price what /team shows.
 	Budget Budget
 	Prices Prices
+	// Owner is this process, named on the holds of /replan's calls;
+	// MaxOutput their max_tokens (see OrchestratorConfig).
+	Owner     string
+	MaxOutput int
 }
 
 // Commands implements /team, /replan and /dissolve.
 type Commands struct {
 	cfg   CommandsConfig
 	store CommandStore
-	llm   LLM
+	meter Meter
 	log   *slog.Logger
 }
 
@@ -86,14 +89,16 @@ func NewCommands(cfg CommandsConfig, store CommandStore, llm LLM, logger *slog.L
 	if cfg.CancelSession == nil {
 		cfg.CancelSession = func(int64) {}
 	}
-	return &Commands{cfg: cfg, store: store, llm: llm, log: logger.With("component", "commands")}
+	log := logger.With("component", "commands")
+	return &Commands{cfg: cfg, store: store, meter: Meter{Store: store, LLM: llm, MaxOutput: cfg.MaxOutput, Log: log}, log: log}
 }
 
 // Actor is the member who runs a command.
 type Actor struct {
 	UserID      string
 	Permissions int64
-	Bot         bool // a bot: it may run no admin action
+	Bot         bool     // a bot: it may run no admin action
+	Roles       []string // the member's Discord role ids, where a decision needs them
 }
 
 // MayManage reports whether a may reorganize or end s: its owner, or a
@@ -147,23 +152,18 @@ func (c *Commands) Replan(ctx context.Context, s Session, a Actor, instruction s
 	msgs := replanMessages(s, old, strings.TrimSpace(instruction), c.cfg.MaxRoles)
 	env := decisionEnv{roster: old, maxTasks: 1, maxRoles: c.cfg.MaxRoles}
 	tools := []Tool{replanMasterTool.schema(env)}
-	var usage Usage
 	var d decision
 	for attempt := 0; ; attempt++ {
-		if err := c.store.CheckSpend(ctx, s.ID, usage.Total(), c.cfg.Budget); err != nil {
-			if uerr := c.store.AddUsage(ctx, s.ID, usage); uerr != nil { // what the first attempt used
-				c.log.Warn("charge tokens", "session_id", s.ID, "err", uerr)
-			}
-			if errors.Is(err, ErrBudget) {
-				return "", &Error{Code: ELimit, Message: BudgetText(err), Err: err}
-			}
+		h := Hold{SessionID: s.ID, Owner: c.cfg.Owner, Budget: c.cfg.Budget}
+		resp, held, err := c.meter.Chat(ctx, h, ChatRequest{Model: c.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"})
+		switch {
+		case errors.Is(err, ErrBudget):
+			return "", &Error{Code: ELimit, Message: BudgetText(err), Err: err}
+		case err != nil && held.ID == 0:
 			return "", err
-		}
-		resp, err := c.llm.Chat(ctx, ChatRequest{Model: c.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"})
-		if err != nil {
+		case err != nil:
 			return "", fmt.Errorf("replan model call: %w", err)
 		}
-		usage = usage.Add(resp.Usage)
 		var perr error
 		if len(resp.ToolCalls) == 0 || resp.ToolCalls[0].Name != ToolReplan {
 			perr = errors.New("call the replan tool with the whole new roster")
@@ -187,7 +187,7 @@ func (c *Commands) Replan(ctx context.Context, s Session, a Actor, instruction s
 	}
 	change := describeReplan(old, roster, d.reason)
 	notice := Truncate(fmt.Sprintf("🔁 **Team reorganized** by <@%s>\n%s", a.UserID, change), MaxMessageLen)
-	if _, err := c.store.ReplanSession(ctx, s.ID, roster, notice, usage); err != nil {
+	if _, err := c.store.ReplanSession(ctx, s.ID, roster, notice); err != nil {
 		return "", noTeam(err)
 	}
 	c.log.Info("team replanned", "session_id", s.ID, "roles", RoleNames(roster), "by", a.UserID)
@@ -243,6 +243,6 @@ func closingSummary(s Session, a Actor, st SessionStats, now time.Time) string {
 		}
 		fmt.Fprintf(&b, " (finished: %s)", strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(&b, " and used %d tokens.\nThis thread is archived; start a new team with `/callon`.", s.Usage.Total())
+	fmt.Fprintf(&b, " and used %s tokens.\nThis thread is archived; start a new team with `/callon`.", Tokens(st.Usage.Total()))
 	return Truncate(b.String(), MaxMessageLen)
 }

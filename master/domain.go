@@ -47,8 +47,16 @@ type Session struct {
 	APIKey      string
 	CallbackURL string
 	Usage       Usage // tokens used by the session so far
-	CreatedAt   time.Time
-	EndedAt     time.Time // zero while active
+	// Surface is where people talk to the team; AttachedTo, for a
+	// terminal team, the chat process that shows it ("" when none does).
+	Surface    Surface
+	AttachedTo string
+	// DormantSince is when the team went dormant (idle, or its thread
+	// archived): it counts against no cap until a message wakes it. Zero
+	// while it is awake.
+	DormantSince time.Time
+	CreatedAt    time.Time
+	EndedAt      time.Time // zero while active
 }
 
 // Role is a member of a team: a specialist with its own prompt and model.
@@ -256,9 +264,10 @@ type Signal struct {
 // TaskInput is everything a worker may see for one task: never the
 // Discord thread, never the other roles' prompts.
 type TaskInput struct {
-	Goal string // the session's goal
-	Role Role   // the task's role, with its prompt and model
-	Deps []Task // the tasks this one depends on, with their results
+	Goal    string // the session's goal
+	GuildID string // the session's guild: its tools are what it was granted
+	Role    Role   // the task's role, with its prompt and model
+	Deps    []Task // the tasks this one depends on, with their results
 	// Team is the other roles a worker may hand off to: names and
 	// descriptions only, never their prompts.
 	Team []Role
@@ -268,9 +277,6 @@ type TaskInput struct {
 	// Calls are the calls of the task's tools that earlier attempts
 	// recorded, in order: replayed, never made again.
 	Calls []CallRecord
-	// Spend is the session's spending as read with the rest, for the
-	// check before the first model call; nil when not read.
-	Spend *Spend
 }
 
 // TurnReads is what the master reads before a decision on a turn: the
@@ -284,7 +290,7 @@ type TurnReads struct {
 	Session     Session
 	Roster      []Role
 	History     []Exchange
-	// Spend is the session's spending as read with the rest, for the
-	// check before the decision's first model call; nil when not read.
-	Spend *Spend
+	// Tracks are how the roster's roles did in their last tasks in the
+	// session's channel, by role name (read with the roster).
+	Tracks map[string]RoleTrack
 }

@@ -63,13 +63,13 @@ func DescribeSignal(s Signal) string {
 	case SignalHandoff:
 		return fmt.Sprintf("%s handed over to **%s**", who, p.To)
 	case SignalTool:
-		call := "**" + ToolLabel(p.Tool) + "**" + argsText(p.Args)
+		call := ToolName(p.Tool) + argsText(p.Args)
 		if !p.OK {
 			return fmt.Sprintf("%s called %s: failed%s", who, call, withText(": ", p.Error, 60))
 		}
 		return fmt.Sprintf("%s called %s (%s, %s)", who, call, Elapsed(time.Duration(p.Millis)*time.Millisecond), ByteSize(p.Size))
 	case SignalNeedApproval:
-		return fmt.Sprintf("%s waits for approval to call **%s**%s", who, ToolLabel(p.Tool), argsText(p.Args))
+		return fmt.Sprintf("%s waits for approval to call %s%s", who, ToolName(p.Tool), argsText(p.Args))
 	case SignalReport:
 		if p.Thread != "" {
 			return fmt.Sprintf("a report came from <#%s>", p.Thread)

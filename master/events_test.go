@@ -26,11 +26,11 @@ func TestDescribeSignal(t *testing.T) {
 		{SignalWebhook, "", `{"event":"session.started","status":503}`, "webhook session.started failed (HTTP 503), retrying"},
 		{SignalAck, "", `not json`, "a member started"},
 		{SignalTool, "researcher", `{"tool":"fetch_url","args":"{\"url\":\"https://example.com\"}","ok":true,"duration_ms":1500,"size":2048}`,
-			"**researcher** called **fetch_url** `{\"url\":\"https://example.com\"}` (2 s, 2 KiB)"},
+			"**researcher** called `fetch_url` `{\"url\":\"https://example.com\"}` (2 s, 2 KiB)"},
 		{SignalTool, "researcher", `{"tool":"files__write","args":"{}","ok":false,"error":"denied by a person"}`,
-			"**researcher** called **files.write**: failed: denied by a person"},
+			"**researcher** called `files.write`: failed: denied by a person"},
 		{SignalNeedApproval, "engineer", `{"tool":"git__push","args":"{\"branch\":\"main\"}"}`,
-			"**engineer** waits for approval to call **git.push** `{\"branch\":\"main\"}`"},
+			"**engineer** waits for approval to call `git.push` `{\"branch\":\"main\"}`"},
 	} {
 		if got := DescribeSignal(Signal{Kind: tc.kind, Role: tc.role, Payload: json.RawMessage(tc.payload)}); got != tc.want {
 			t.Errorf("%s %s: got %q, want %q", tc.kind, tc.payload, got, tc.want)

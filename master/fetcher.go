@@ -21,9 +21,9 @@ type Downloader interface {
 
 // AttachmentStore is what the fetcher needs from Postgres.
 type AttachmentStore interface {
-	// ClaimAttachments leases up to n pending files of open turns to
-	// owner, counting an attempt on each.
-	ClaimAttachments(ctx context.Context, owner string, n int, lease time.Duration) ([]Attachment, error)
+	// ClaimAttachments leases up to n pending files of open turns of
+	// scope's sessions to owner, counting an attempt on each.
+	ClaimAttachments(ctx context.Context, scope Scope, owner string, n int, lease time.Duration) ([]Attachment, error)
 	// SaveAttachment records what a claimed file came to, if owner still
 	// holds it (ErrStale otherwise); a resolved file wakes the session's
 	// master.
@@ -46,6 +46,7 @@ type AttachmentResult struct {
 // FetcherConfig tunes the fetcher. Zero fields take the defaults.
 type FetcherConfig struct {
 	Owner       string
+	Scope       Scope         // the sessions whose files this fetcher downloads
 	MaxFile     int64         // bytes of one file (DefaultAttachmentMaxFile)
 	Batch       int           // files claimed, and downloaded in parallel, at once (4)
 	Lease       time.Duration // how long a claimed file is ours (1 min)
@@ -88,7 +89,7 @@ func (f *Fetcher) Run(ctx context.Context) error {
 // parallel. It returns how many it claimed.
 func (f *Fetcher) Flush(ctx context.Context) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	atts, err := f.store.ClaimAttachments(cctx, f.cfg.Owner, f.cfg.Batch, f.cfg.Lease)
+	atts, err := f.store.ClaimAttachments(cctx, f.cfg.Scope, f.cfg.Owner, f.cfg.Batch, f.cfg.Lease)
 	cancel()
 	if err != nil {
 		return 0, err

@@ -26,6 +26,9 @@ type BudgetError struct {
 	Guild bool  // the guild's daily budget; else the team's
 	Limit int64 // the budget, in tokens
 	Used  int64 // what was used of it
+	// Held is what model calls in flight hold of it (their worst case,
+	// until each settles).
+	Held int64
 }
 
 func (e *BudgetError) Error() string {
@@ -33,8 +36,16 @@ func (e *BudgetError) Error() string {
 	if e.Guild {
 		scope = "guild daily"
 	}
+	if e.Held > 0 {
+		return fmt.Sprintf("%s budget of %d tokens spent (%d used, %d held by calls in flight)", scope, e.Limit, e.Used, e.Held)
+	}
 	return fmt.Sprintf("%s budget of %d tokens spent (%d used)", scope, e.Limit, e.Used)
 }
+
+// Busy reports whether only the holds of calls in flight stood in the
+// way: what was used is still under the budget (the holds that refused a
+// call may have settled since, for less than they held).
+func (e *BudgetError) Busy() bool { return e.Used < e.Limit }
 
 // Is makes a BudgetError match ErrBudget.
 func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
@@ -86,6 +97,10 @@ var ErrCapped = errors.New("active team cap reached")
 type CapError struct {
 	PerUser bool // the person's cap; else the guild's
 	Limit   int
+	// Oldest are the person's oldest awake teams in the guild, at most
+	// three: the refusal lists them, to dissolve one or let it go
+	// dormant.
+	Oldest []Session
 }
 
 func (e *CapError) Error() string {
@@ -100,12 +115,37 @@ func (e *CapError) Is(target error) bool { return target == ErrCapped }
 
 // capText is what a person reads when a cap refuses a team.
 func capText(e *CapError) string {
+	var text string
 	if e.PerUser {
-		return fmt.Sprintf("You already run %d active teams, the most one person may. "+
+		text = fmt.Sprintf("You already run %d active teams, the most one person may. "+
 			"Free a slot by ending one of them with `/dissolve` in its thread, then try again.", e.Limit)
+	} else {
+		text = fmt.Sprintf("This server already has %d active teams, the most allowed. "+
+			"Free a slot by ending an old one with `/dissolve` in its thread, then try again.", e.Limit)
 	}
-	return fmt.Sprintf("This server already has %d active teams, the most allowed. "+
-		"Free a slot by ending an old one with `/dissolve` in its thread, then try again.", e.Limit)
+	return Truncate(text+oldestTeams(e.Oldest), MaxMessageLen)
+}
+
+// oldestTeams lists teams a person might end, with links to their threads.
+func oldestTeams(teams []Session) string {
+	if len(teams) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nYour oldest active teams:")
+	for _, s := range teams {
+		fmt.Fprintf(&b, "\n• %s: %s (started <t:%d:R>)", teamLink(s), oneLine(s.Goal, 80), s.CreatedAt.Unix())
+	}
+	return b.String()
+}
+
+// teamLink is how a message points to a team: its thread, or its number
+// for a team in a terminal.
+func teamLink(s Session) string {
+	if s.Surface == SurfaceTerminal {
+		return fmt.Sprintf("team #%d (a terminal's)", s.ID)
+	}
+	return "<#" + s.ThreadID + ">"
 }
 
 // CapRefusal turns a cap refusal into an *Error a person may read; other
@@ -260,35 +300,4 @@ type Guilds interface {
 	// guild-level permissions, from their roles only. ErrNotFound when the
 	// user is not a member.
 	GuildMember(ctx context.Context, guildID, channelID, userID string) (GuildMember, error)
-}
-
-// Spend is what a session and its guild have spent of their token
-// budgets, read with what a decision or a task reads anyway, so that the
-// check before the first model call costs no statement of its own.
-type Spend struct {
-	Used      int64 // the session's tokens
-	GuildUsed int64 // its guild's tokens of the UTC day
-	// Budget and GuildBudget are what admins set; nil: the deployment's.
-	Budget, GuildBudget *int64
-}
-
-// Check returns a *BudgetError when the session's budget, or its
-// guild's of the day, is spent, counting pending tokens used and not
-// charged yet; def gives the budgets admins did not set. It is the
-// check Store.CheckSpend makes.
-func (s Spend) Check(pending int64, def Budget) error {
-	budget, guildBudget := def.SessionTokens, def.GuildDailyTokens
-	if s.Budget != nil {
-		budget = *s.Budget
-	}
-	if s.GuildBudget != nil {
-		guildBudget = *s.GuildBudget
-	}
-	switch {
-	case budget > 0 && s.Used+pending >= budget:
-		return &BudgetError{Limit: budget, Used: s.Used + pending}
-	case guildBudget > 0 && s.GuildUsed+pending >= guildBudget:
-		return &BudgetError{Guild: true, Limit: guildBudget, Used: s.GuildUsed + pending}
-	}
-	return nil
 }

@@ -14,6 +14,7 @@ import (
 // OrchestratorConfig tunes the orchestrator. Zero values take the documented defaults.
 type OrchestratorConfig struct {
 	Owner     string // this process, for master leases
+	Scope     Scope  // the sessions this orchestrator runs
 	Model     string // the master's model
 	MaxRounds int    // delegation rounds per turn
 	MaxTasks  int    // tasks per round
@@ -23,7 +24,11 @@ type OrchestratorConfig struct {
 	// per guild and per team: once one is spent, the master's model is
 	// not called for the session.
 	Budget Budget
-	Lease  time.Duration
+	// MaxOutput is the max_tokens of the master's calls
+	// (CALLON_MAX_OUTPUT_TOKENS): the bound of a call's completion, held
+	// against the budgets while it runs; DefaultMaxOutput when zero.
+	MaxOutput int
+	Lease     time.Duration
 	// Poll is the fallback when no wake-up comes (IdlePoll with Wake,
 	// else 2 s); a failed step's retry is waited for with a timer.
 	Poll time.Duration
@@ -91,10 +96,10 @@ func (c OrchestratorConfig) withDefaults() OrchestratorConfig {
 // method that changes state is one transaction; the guarded ones return
 // ErrStale when their guard no longer holds.
 type OrchestratorStore interface {
-	// PendingSessions lists active sessions whose oldest open turn needs
-	// the master now (not started, or every task of its round has ended)
-	// and whose master lease is free or held by owner.
-	PendingSessions(ctx context.Context, owner string) ([]int64, error)
+	// PendingSessions lists active sessions of scope whose oldest open
+	// turn needs the master now (not started, or every task of its round
+	// has ended) and whose master lease is free or held by owner.
+	PendingSessions(ctx context.Context, scope Scope, owner string) ([]int64, error)
 	// AcquireMaster leases the session's master to owner; false when
 	// another owner holds a live lease. Calling it again extends the lease.
 	AcquireMaster(ctx context.Context, sessionID int64, owner string, lease time.Duration) (bool, error)
@@ -117,33 +122,27 @@ type OrchestratorStore interface {
 	// FailTurn counts a failed decision on the guarded turn (any round)
 	// and puts its next one off by retryIn; it returns the count.
 	FailTurn(ctx context.Context, g Guard, retryIn time.Duration) (int, error)
-	// CountMasterCall counts a master model call on the guarded turn
-	// before it is made; ErrCeiling when max calls were made already.
-	CountMasterCall(ctx context.Context, g Guard, max int) (int, error)
-	// CheckSpend returns a *BudgetError when the session's token budget,
-	// or its guild's of the day, is spent, counting pending tokens used
-	// but not charged yet; def gives the budgets admins did not set.
-	CheckSpend(ctx context.Context, sessionID int64, pending int64, def Budget) error
+	// SpendStore holds each master call's worst case before it is made,
+	// counting it on the guarded turn (Hold.Turn), and settles it after.
+	SpendStore
 	// AbandonTurn ends the guarded turn (any round) with text as its
 	// reply unless it has one: the last resort.
 	AbandonTurn(ctx context.Context, g Guard, text string) error
 	// Delegate enqueues a round of tasks and advances the turn's round.
-	Delegate(ctx context.Context, g Guard, tasks []NewTask, usage Usage) ([]int64, error)
+	Delegate(ctx context.Context, g Guard, tasks []NewTask) ([]int64, error)
 	// ResumeTask answers a need_info task of the guarded turn's round; it
 	// is queued again with the answer.
-	ResumeTask(ctx context.Context, g Guard, taskID int64, answer string, usage Usage) error
+	ResumeTask(ctx context.Context, g Guard, taskID int64, answer string) error
 	// Replan replaces the session's roster: roles keep their prompt and
 	// model when their name stays; queued tasks of removed roles are
 	// cancelled. It returns the names removed.
-	Replan(ctx context.Context, g Guard, roster []Role, usage Usage) (removed []string, err error)
+	Replan(ctx context.Context, g Guard, roster []Role) (removed []string, err error)
 	// ReportBack delivers a report of the guarded turn's session to its
 	// report_to, exactly once (see NewReport).
 	ReportBack(ctx context.Context, g Guard, r NewReport) (Report, error)
 	// DispatchedByTurn returns the session a turn dispatched to a
 	// channel, or ErrNotFound.
 	DispatchedByTurn(ctx context.Context, turnID int64, channelID string) (Session, error)
-	// AddUsage charges tokens to the session.
-	AddUsage(ctx context.Context, sessionID int64, u Usage) error
 }
 
 // DefaultMaxCalls is the default ceiling on the master's model calls for
@@ -155,7 +154,7 @@ const DefaultMaxCalls = 30
 type Orchestrator struct {
 	cfg   OrchestratorConfig
 	store OrchestratorStore
-	llm   LLM
+	meter Meter // the master's model, every call charged
 	log   *slog.Logger
 
 	mu      sync.Mutex
@@ -177,11 +176,13 @@ type retryState struct {
 
 // NewOrchestrator returns an orchestrator; Run starts it.
 func NewOrchestrator(cfg OrchestratorConfig, store OrchestratorStore, llm LLM, logger *slog.Logger) *Orchestrator {
+	log := logger.With("component", "master")
+	cfg = cfg.withDefaults()
 	return &Orchestrator{
-		cfg:     cfg.withDefaults(),
+		cfg:     cfg,
 		store:   store,
-		llm:     llm,
-		log:     logger.With("component", "master"),
+		meter:   Meter{Store: store, LLM: llm, MaxOutput: cfg.MaxOutput, Log: log},
+		log:     log,
 		running: make(map[int64]bool),
 		missed:  make(map[int64]bool),
 		settled: make(map[int64]bool),
@@ -226,7 +227,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 func (o *Orchestrator) pending(ctx context.Context) ([]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return o.store.PendingSessions(ctx, o.cfg.Owner)
+	return o.store.PendingSessions(ctx, o.cfg.Scope, o.cfg.Owner)
 }
 
 // wait returns on a wake-up, a step that ended with more to do, the end
@@ -534,7 +535,7 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64, opened *Tur
 		attachments:  atts,
 		vision:       o.cfg.Vision,
 		instructions: o.cfg.Instructions,
-		spend:        reads.Spend,
+		tracks:       reads.Tracks,
 	}
 	if turn.Round >= o.cfg.MaxRounds {
 		tc.mustReply = fmt.Sprintf("You have used all %d rounds of delegation for this message.", o.cfg.MaxRounds)
@@ -556,64 +557,42 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64, opened *Tur
 	return &turn, !last, nil
 }
 
-// chat is the only way the orchestrator calls its model. Before each
-// call it checks the session's budgets, counting pending, the tokens this
-// decision used and has not charged yet (a *BudgetError once one is
-// spent), and counts the call on the turn (ErrCeiling once the turn has
-// made MaxCalls). So no path, present or future, can call the model for a
-// session past its budget, or for one turn without bound: at most the
-// call that crossed a budget overshoots it. A failed call comes back
-// *unreachable.
-//
-// spend, when not nil, is the session's spending read with the decision's
-// other reads a moment ago: the first call's check needs no read of its
-// own.
-func (o *Orchestrator) chat(ctx context.Context, g Guard, req ChatRequest, pending Usage, spend *Spend) (ChatResponse, error) {
-	var err error
-	if spend != nil {
-		err = spend.Check(pending.Total(), o.cfg.Budget)
-	} else {
-		err = o.store.CheckSpend(ctx, g.SessionID, pending.Total(), o.cfg.Budget)
+// chat is the only way the orchestrator calls its model. Each call goes
+// through the meter: one statement holds its worst case against the
+// session's budgets (a *BudgetError once one is spent) and counts it on
+// the turn (ErrCeiling once the turn has made MaxCalls), and the call is
+// charged when it returns. So no path, present or future, can call the
+// model for a session past its budget, or for one turn without bound. A
+// failed call comes back *unreachable.
+func (o *Orchestrator) chat(ctx context.Context, g Guard, req ChatRequest) (ChatResponse, error) {
+	h := Hold{SessionID: g.SessionID, Turn: &g, MaxCalls: o.cfg.MaxCalls, Owner: o.cfg.Owner, Budget: o.cfg.Budget}
+	resp, held, err := o.meter.Chat(ctx, h, req)
+	var be *BudgetError
+	switch {
+	case errors.As(err, &be):
+		o.cfg.Metrics.LimitHit(cmp.Or(map[bool]string{true: LimitGuildTokens}[be.Guild], LimitSessionTokens))
+		return resp, err
+	case held.ID == 0:
+		return resp, err // not held: no call was made
 	}
-	if err != nil {
-		var be *BudgetError
-		if errors.As(err, &be) {
-			o.cfg.Metrics.LimitHit(cmp.Or(map[bool]string{true: LimitGuildTokens}[be.Guild], LimitSessionTokens))
-		}
-		return ChatResponse{}, err
-	}
-	n, err := o.store.CountMasterCall(ctx, g, o.cfg.MaxCalls)
-	if err != nil {
-		return ChatResponse{}, err
-	}
-	if n == 1 {
+	if held.Calls == 1 {
 		o.cfg.Metrics.TurnStarted()
 	}
-	resp, err := o.llm.Chat(ctx, req)
 	if err != nil {
 		return resp, &unreachable{err}
 	}
-	resp.Usage.Model = cmp.Or(resp.Usage.Model, req.Model)
 	return resp, nil
 }
 
 // decide asks the model for a decision and applies it. A malformed call
 // gets one retry with the validation error; replan continues the turn.
-// Tokens a failed decision used are still charged. It sets *opened when
-// the decision opened a round of tasks (delegate, answer_worker).
-func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, opened *bool) (err error) {
+// Every call is charged as it returns (chat), whatever the decision comes
+// to; usage only sums them for the log. It sets *opened when the decision
+// opened a round of tasks (delegate, answer_worker).
+func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, opened *bool) error {
 	log := o.log.With("session_id", g.SessionID, "turn_id", g.TurnID, "round", g.Round)
 	msgs := masterMessages(tc)
 	var usage Usage
-	defer func() {
-		if err != nil && usage.Total() > 0 {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if uerr := o.store.AddUsage(cctx, g.SessionID, usage); uerr != nil {
-				log.Warn("charge tokens", "err", uerr)
-			}
-		}
-	}()
 	retried, actions := false, 0
 	env := decisionEnv{maxTasks: o.cfg.MaxTasks, maxRoles: o.cfg.MaxRoles, mustReply: tc.mustReply != "", round: tc.roundTasks(),
 		reportTo: tc.session.ReportTo, callback: tc.session.CallbackURL != "", dispatch: o.cfg.Dispatch && tc.session.DispatchDepth < o.cfg.DispatchDepth,
@@ -621,12 +600,10 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 	// What the turn posts names the files nobody read, whatever the model
 	// wrote.
 	told := func(text string) string { return text + unreadNotice(text, tc.attachments, tc.vision, tc.tasks) }
-	spend := tc.spend // the first call's check; the others read again
 	for {
 		env.roster = tc.roster
 		tools := masterTools(env)
-		resp, err := o.chat(ctx, g, ChatRequest{Model: o.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"}, usage, spend)
-		spend = nil
+		resp, err := o.chat(ctx, g, ChatRequest{Model: o.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"})
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
@@ -673,7 +650,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 			case ToolAskUser:
 				return o.end(ctx, g, tc.turn, OutcomeQuestion, told(d.text), usage)
 			case ToolDelegate:
-				ids, err := o.store.Delegate(ctx, g, d.tasks, usage)
+				ids, err := o.store.Delegate(ctx, g, d.tasks)
 				if err != nil {
 					return fmt.Errorf("delegate: %w", err)
 				}
@@ -681,7 +658,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 				*opened = true
 				return nil
 			case ToolAnswerWorker:
-				if err := o.store.ResumeTask(ctx, g, d.task, d.text, usage); err != nil {
+				if err := o.store.ResumeTask(ctx, g, d.task, d.text); err != nil {
 					return fmt.Errorf("answer worker: %w", err)
 				}
 				log.Info("answered a worker", "task_id", d.task)
@@ -694,7 +671,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: o.dispatch(ctx, tc.session, tc.turn, d.channel, d.goal)})
 				acted = true
 			case ToolReplan:
-				roster, refusal, err := o.replan(ctx, g, tc, d, usage)
+				roster, refusal, err := o.replan(ctx, g, tc, d)
 				if err != nil {
 					return err
 				}
@@ -703,7 +680,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 					msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: refusal})
 					continue
 				}
-				usage, tc.roster = Usage{}, roster
+				tc.roster = roster
 				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: "The team is now: " + strings.Join(RoleNames(roster), ", ") + ". Continue."})
 			}
 		}
@@ -727,7 +704,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 // keeps its definition there (the model's descriptions are ignored), so a
 // message cannot invent a role with a prompt of its own; otherwise it
 // returns the refusal to tell the model.
-func (o *Orchestrator) replan(ctx context.Context, g Guard, tc turnContext, d decision, usage Usage) (roster []Role, refusal string, err error) {
+func (o *Orchestrator) replan(ctx context.Context, g Guard, tc turnContext, d decision) (roster []Role, refusal string, err error) {
 	s := tc.session
 	catalog, err := catalogOf(ctx, o.cfg.Catalog, s)
 	if err != nil {
@@ -756,7 +733,7 @@ func (o *Orchestrator) replan(ctx context.Context, g Guard, tc turnContext, d de
 		}
 	}
 	roster = MergeRoster(tc.roster, sketch, catalog)
-	removed, err := o.store.Replan(ctx, g, roster, usage)
+	removed, err := o.store.Replan(ctx, g, roster)
 	if err != nil {
 		return nil, "", fmt.Errorf("replan: %w", err)
 	}
@@ -839,7 +816,7 @@ func (o *Orchestrator) finish(ctx context.Context, g Guard, kind OutKind, state 
 	if len(parts) == 0 {
 		parts = []string{"(no answer)"}
 	}
-	next, err := o.store.FinishTurn(ctx, g, Finish{Kind: kind, State: state, Parts: parts, Usage: usage})
+	next, err := o.store.FinishTurn(ctx, g, Finish{Kind: kind, State: state, Parts: parts})
 	if err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}

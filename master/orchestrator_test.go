@@ -26,7 +26,8 @@ type orchFake struct {
 	FinishFunc      func(f Finish) error
 	CountMasterFunc func(n int) error
 	FailTurnFunc    func() error
-	CheckSpendFunc  func(pending int64) error
+	HoldFunc        func(h Hold) error
+	settled         []Usage // what each call was charged
 }
 
 func (f *orchFake) note(format string, args ...any) {
@@ -43,7 +44,7 @@ func (f *orchFake) OpenTurn(context.Context, int64) (Turn, error) {
 	}
 	return f.turn, nil
 }
-func (f *orchFake) PendingSessions(context.Context, string) ([]int64, error) { return nil, nil }
+func (f *orchFake) PendingSessions(context.Context, Scope, string) ([]int64, error) { return nil, nil }
 func (f *orchFake) AcquireMaster(context.Context, int64, string, time.Duration) (bool, error) {
 	return true, nil
 }
@@ -73,21 +74,30 @@ func (f *orchFake) FailTurn(_ context.Context, _ Guard, retryIn time.Duration) (
 	f.note("fail %d", f.turn.MasterFailures)
 	return f.turn.MasterFailures, nil
 }
-func (f *orchFake) CountMasterCall(context.Context, Guard, int) (int, error) {
+func (f *orchFake) HoldSpend(_ context.Context, h Hold) (Held, error) {
+	if f.HoldFunc != nil {
+		if err := f.HoldFunc(h); err != nil {
+			return Held{}, err
+		}
+	}
 	f.turn.MasterCalls++
 	if f.CountMasterFunc != nil {
 		if err := f.CountMasterFunc(f.turn.MasterCalls); err != nil {
-			return 0, err
+			return Held{}, err
 		}
 	}
-	return f.turn.MasterCalls, nil
+	return Held{ID: int64(f.turn.MasterCalls), Calls: f.turn.MasterCalls}, nil
+}
+func (f *orchFake) SettleSpend(_ context.Context, _ int64, u Usage) error {
+	f.settled = append(f.settled, u)
+	return nil
 }
 func (f *orchFake) AbandonTurn(_ context.Context, _ Guard, text string) error {
 	f.note("abandon: %s", text)
 	f.turn.State = TurnDone
 	return nil
 }
-func (f *orchFake) Delegate(_ context.Context, _ Guard, tasks []NewTask, _ Usage) ([]int64, error) {
+func (f *orchFake) Delegate(_ context.Context, _ Guard, tasks []NewTask) ([]int64, error) {
 	var parts []string
 	for _, t := range tasks {
 		part := fmt.Sprintf("%s:%s%v", t.Role, t.Instruction, t.DependsOn)
@@ -103,7 +113,7 @@ func (f *orchFake) Delegate(_ context.Context, _ Guard, tasks []NewTask, _ Usage
 	}
 	return make([]int64, len(tasks)), nil
 }
-func (f *orchFake) ResumeTask(_ context.Context, _ Guard, taskID int64, answer string, _ Usage) error {
+func (f *orchFake) ResumeTask(_ context.Context, _ Guard, taskID int64, answer string) error {
 	f.note("resume %d: %s", taskID, answer)
 	for i := range f.tasks {
 		if f.tasks[i].ID == taskID {
@@ -112,7 +122,7 @@ func (f *orchFake) ResumeTask(_ context.Context, _ Guard, taskID int64, answer s
 	}
 	return nil
 }
-func (f *orchFake) Replan(_ context.Context, _ Guard, roster []Role, _ Usage) ([]string, error) {
+func (f *orchFake) Replan(_ context.Context, _ Guard, roster []Role) ([]string, error) {
 	f.note("replan %s", strings.Join(RoleNames(roster), ","))
 	f.roster = roster
 	return nil, nil
@@ -123,13 +133,6 @@ func (f *orchFake) ReportBack(context.Context, Guard, NewReport) (Report, error)
 }
 func (f *orchFake) DispatchedByTurn(context.Context, int64, string) (Session, error) {
 	return Session{}, ErrNotFound
-}
-func (f *orchFake) AddUsage(context.Context, int64, Usage) error { return nil }
-func (f *orchFake) CheckSpend(_ context.Context, _ int64, pending int64, _ Budget) error {
-	if f.CheckSpendFunc != nil {
-		return f.CheckSpendFunc(pending)
-	}
-	return nil
 }
 
 // scriptLLM answers with its replies in order and records the tools each
@@ -210,7 +213,7 @@ func TestOrchestratorDecide(t *testing.T) {
 				}
 			}},
 		{name: "a spent budget: no model call", setup: func(f *orchFake) {
-			f.CheckSpendFunc = func(int64) error { return &BudgetError{Limit: 1000, Used: 1020} }
+			f.HoldFunc = func(Hold) error { return &BudgetError{Limit: 1000, Used: 1020} }
 		}, replies: nil, want: []string{"finish reply done: " + BudgetText(&BudgetError{Limit: 1000})}},
 		{name: "malformed, retried once", replies: []func() (ChatResponse, error){call("reply", `{"text":`), call("reply", `{"text":"ok"}`)},
 			want: []string{"finish reply done: ok"}},

@@ -14,6 +14,7 @@ import (
 // OutboxConfig tunes the outbox sender.
 type OutboxConfig struct {
 	Owner string
+	Scope Scope         // the sessions whose messages this sender delivers
 	Batch int           // messages claimed at once
 	Lease time.Duration // how long a claimed message is ours
 	// Poll is the fallback when no wake-up comes (IdlePoll with Wake,
@@ -63,9 +64,9 @@ type Outbox struct {
 
 // OutboxStore is what the outbox sender needs from Postgres.
 type OutboxStore interface {
-	// ClaimOutbox leases up to n deliverable messages to owner, each
-	// channel's in order.
-	ClaimOutbox(ctx context.Context, owner string, n int, lease time.Duration) ([]OutMessage, error)
+	// ClaimOutbox leases up to n deliverable messages of scope's sessions
+	// to owner, each channel's in order.
+	ClaimOutbox(ctx context.Context, scope Scope, owner string, n int, lease time.Duration) ([]OutMessage, error)
 	// MarkSent records the Discord message id of a delivered message.
 	MarkSent(ctx context.Context, id int64, discordID string) error
 	// MarkUnsent records a send that was tried and failed: retried after
@@ -76,7 +77,7 @@ type OutboxStore interface {
 	// ProbeOutbox leases to owner one message to try while sends fail:
 	// a channel's first pending message, never tried or else tried least
 	// recently, whatever its retry delay; ok is false when there is none.
-	ProbeOutbox(ctx context.Context, owner string, lease time.Duration) (m OutMessage, ok bool, err error)
+	ProbeOutbox(ctx context.Context, scope Scope, owner string, lease time.Duration) (m OutMessage, ok bool, err error)
 	// ShortenWaits brings every pending message's retry forward to at
 	// most within after its last try.
 	ShortenWaits(ctx context.Context, within time.Duration) (int, error)
@@ -157,7 +158,7 @@ func (d *Outbox) Flush(ctx context.Context) (int, error) {
 // flush claims one batch and delivers it.
 func (d *Outbox) flush(ctx context.Context) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	msgs, err := d.store.ClaimOutbox(cctx, d.cfg.Owner, d.cfg.Batch, d.cfg.Lease)
+	msgs, err := d.store.ClaimOutbox(cctx, d.cfg.Scope, d.cfg.Owner, d.cfg.Batch, d.cfg.Lease)
 	cancel()
 	if err != nil || len(msgs) == 0 {
 		return 0, err
@@ -183,7 +184,7 @@ func (d *Outbox) flush(ctx context.Context) (int, error) {
 // nothing left to probe ends it too.
 func (d *Outbox) probe(ctx context.Context) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	m, ok, err := d.store.ProbeOutbox(cctx, d.cfg.Owner, d.cfg.Lease)
+	m, ok, err := d.store.ProbeOutbox(cctx, d.cfg.Scope, d.cfg.Owner, d.cfg.Lease)
 	cancel()
 	if err != nil {
 		return 0, err

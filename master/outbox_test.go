@@ -31,7 +31,7 @@ func (f *outboxFake) note(format string, args ...any) {
 	f.mu.Unlock()
 }
 
-func (f *outboxFake) ClaimOutbox(_ context.Context, _ string, n int, _ time.Duration) ([]OutMessage, error) {
+func (f *outboxFake) ClaimOutbox(_ context.Context, _ Scope, _ string, n int, _ time.Duration) ([]OutMessage, error) {
 	return f.ClaimOutboxFunc(n), nil
 }
 func (f *outboxFake) MarkSent(_ context.Context, id int64, discordID string) error {
@@ -49,7 +49,7 @@ func (f *outboxFake) MarkUnsent(_ context.Context, id int64, reason string, retr
 	}
 	return nil
 }
-func (f *outboxFake) ProbeOutbox(context.Context, string, time.Duration) (OutMessage, bool, error) {
+func (f *outboxFake) ProbeOutbox(context.Context, Scope, string, time.Duration) (OutMessage, bool, error) {
 	if f.ProbeOutboxFunc == nil {
 		return OutMessage{}, false, nil
 	}

@@ -19,7 +19,6 @@ type Finish struct {
 	Kind  OutKind   // OutReply or OutQuestion
 	State TurnState // TurnDone, or TurnWaiting after a question
 	Parts []string  // each at most MaxMessageLen characters
-	Usage Usage
 }
 
 // Exchange is one finished turn as the master remembers it.
@@ -85,7 +84,10 @@ type OutMessage struct {
 	Content string
 	// Buttons are shown under the content, in one row; none for most
 	// messages.
-	Buttons  []Button
+	Buttons []Button
+	// File is attached to the message when it has a Name (an approval
+	// request's arguments that do not fit in its text).
+	File     File
 	Part     int
 	Nonce    string // unique, at most 25 characters
 	Attempts int    // sends tried so far
@@ -140,4 +142,10 @@ type Messenger interface {
 	Typing(ctx context.Context, channelID string) error
 	// Archive archives a thread.
 	Archive(ctx context.Context, threadID string) error
+}
+
+// File is a file attached to a message.
+type File struct {
+	Name string
+	Data []byte
 }

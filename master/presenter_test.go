@@ -19,7 +19,7 @@ type statusFake struct {
 func (f *statusFake) note(format string, args ...any) {
 	f.log = append(f.log, fmt.Sprintf(format, args...))
 }
-func (f *statusFake) ActiveTurns(context.Context) ([]TurnStatus, error) {
+func (f *statusFake) ActiveTurns(context.Context, Scope) ([]TurnStatus, error) {
 	return f.turns, nil
 }
 func (f *statusFake) SetStatusMessage(_ context.Context, turnID int64, messageID string) error {

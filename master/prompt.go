@@ -31,9 +31,8 @@ type turnContext struct {
 	vision      bool
 	// instructions replace MasterInstructions when set.
 	instructions string
-	// spend is the session's spending read with the rest, for the check
-	// before the decision's first model call (nil: checked by a read).
-	spend *Spend
+	// tracks are the roster's records in the channel (see RoleTrack).
+	tracks map[string]RoleTrack
 }
 
 // MasterInstructions is how the master works, in its system prompt after
@@ -119,14 +118,19 @@ func (c turnContext) roundTasks() []Task { return roundTasks(c.tasks, c.turn.Rou
 
 func masterSystemPrompt(c turnContext, older []Exchange) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "You are the coordinator of a team working in a Discord thread on this goal:\n%s\n\n", c.session.Goal)
+	where, style := "a Discord thread", "Write for Discord: concise, Markdown, no @everyone or @here."
+	if c.session.Surface == SurfaceTerminal {
+		where, style = "a terminal chat", "Write for a terminal: concise Markdown."
+	}
+	fmt.Fprintf(&b, "You are the coordinator of a team working in %s on this goal:\n%s\n\n", where, c.session.Goal)
 	b.WriteString("Your team:\n")
 	for _, r := range c.roster {
 		fmt.Fprintf(&b, "- %s: %s%s\n", r.Name, r.Description, ToolsLine(" (tools: ", r.Tools)+closing(r.Tools))
 	}
+	b.WriteString(reliabilityNote(c.roster, c.tracks, &c.turn, c.tasks))
 	b.WriteString("\n" + strings.TrimSpace(cmp.Or(c.instructions, MasterInstructions)) + "\n")
 	fmt.Fprintf(&b, "- You may delegate at most %d rounds for one message; then you must reply.\n", c.maxRounds)
-	b.WriteString("- Write for Discord: concise, Markdown, no @everyone or @here.\n")
+	b.WriteString("- " + style + "\n")
 	if len(c.attachments) > 0 {
 		b.WriteString("- The user's message comes with files, listed after it. A member sees only the files you hand it\n" +
 			"  (the attachments of its task in delegate). If a file was not read, tell the user in your reply.\n")

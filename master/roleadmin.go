@@ -45,7 +45,7 @@ func (r *Roles) SetRole(ctx context.Context, scope RoleScope, role Role, by stri
 		return false, errors.New("set role: no guild")
 	}
 	role = normalizeRole(role)
-	if err := r.policy.CheckRole(role); err != nil {
+	if err := r.policy.CheckRoleIn(scope.GuildID, role); err != nil {
 		return false, err
 	}
 	created, err = r.store.SetRole(ctx, scope, role, by, r.policy.MaxRoles)

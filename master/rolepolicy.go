@@ -50,12 +50,13 @@ type RolePolicy struct {
 // of the MCP servers the deployment configures.
 type ToolCatalog interface {
 	// Check reports the entries of a tools list that name neither
-	// fetch_url nor a tool of a configured MCP server.
-	Check(tools []string) error
-	// Names lists what a tools list may hold, for autocomplete:
-	// fetch_url, each server's "<server>.*" and the tools of the servers
-	// that answer within ctx.
-	Names(ctx context.Context) []string
+	// fetch_url nor a tool of a configured MCP server granted to guild
+	// ("": the operator's, every server).
+	Check(guild string, tools []string) error
+	// Names lists what a tools list of a role of guild may hold, for
+	// autocomplete: fetch_url, each granted server's "<server>.*" and the
+	// tools of those that answer within ctx.
+	Names(ctx context.Context, guild string) []string
 }
 
 // MaxRoleTools bounds a role's tools list.
@@ -64,8 +65,9 @@ const MaxRoleTools = 32
 // fetchURL is the built-in tool every deployment has.
 const fetchURL = "fetch_url"
 
-// checkTools reports the first problem with a role's tools list.
-func (p RolePolicy) checkTools(tools []string) error {
+// checkTools reports the first problem with a role's tools list, for a
+// role of guild ("": the operator's).
+func (p RolePolicy) checkTools(guild string, tools []string) error {
 	if len(tools) > MaxRoleTools {
 		return roleErrorf("%d tools; a role may list at most %d (a server's tools can be listed at once as server.*)", len(tools), MaxRoleTools)
 	}
@@ -77,7 +79,7 @@ func (p RolePolicy) checkTools(tools []string) error {
 		}
 		return nil
 	}
-	if err := p.Tools.Check(tools); err != nil {
+	if err := p.Tools.Check(guild, tools); err != nil {
 		return roleErrorf("%s", err.Error())
 	}
 	return nil
@@ -131,8 +133,12 @@ func (p RolePolicy) maxPrompt() int {
 }
 
 // CheckRole reports the first problem with one role's definition, as a
-// *RoleError.
-func (p RolePolicy) CheckRole(r Role) error {
+// *RoleError, for a role the operator defines (the roles file).
+func (p RolePolicy) CheckRole(r Role) error { return p.CheckRoleIn("", r) }
+
+// CheckRoleIn is CheckRole for a role of guild: its tools must be among
+// what the operator granted the guild.
+func (p RolePolicy) CheckRoleIn(guild string, r Role) error {
 	desc := strings.TrimSpace(r.Description)
 	prompt := strings.TrimSpace(r.Prompt)
 	switch {
@@ -157,7 +163,7 @@ func (p RolePolicy) CheckRole(r Role) error {
 	case r.Timeout != 0 && (r.Timeout < MinRoleTimeout || r.Timeout > MaxRoleTimeout):
 		return roleErrorf("the timeout %s is out of range: use %s to %s", r.Timeout, MinRoleTimeout, MaxRoleTimeout)
 	}
-	return p.checkTools(r.Tools)
+	return p.checkTools(guild, r.Tools)
 }
 
 // CheckRoster reports the first problem with a whole roster: too many

@@ -187,7 +187,7 @@ func TestMayManageRoles(t *testing.T) {
 // catalogFake is a ToolCatalog that knows the tools of server "fs".
 type catalogFake struct{}
 
-func (catalogFake) Check(tools []string) error {
+func (catalogFake) Check(_ string, tools []string) error {
 	for _, t := range tools {
 		if t != "fetch_url" && !strings.HasPrefix(t, "fs.") {
 			return fmt.Errorf("tools: %q: no MCP server is configured for it", t)
@@ -195,7 +195,7 @@ func (catalogFake) Check(tools []string) error {
 	}
 	return nil
 }
-func (catalogFake) Names(context.Context) []string { return []string{"fetch_url", "fs.*"} }
+func (catalogFake) Names(context.Context, string) []string { return []string{"fetch_url", "fs.*"} }
 
 func TestRoleToolsPolicy(t *testing.T) {
 	t.Parallel()

@@ -37,9 +37,19 @@ type SessionStore interface {
 	// ActiveSessionAccess returns the active session of a thread and its
 	// guild's allow lists (in one round trip), or ErrNotFound.
 	ActiveSessionAccess(ctx context.Context, threadID string) (Session, Access, error)
-	// CatchUpPoints lists every active session with where its thread's
-	// catch-up starts.
+	// CatchUpPoints lists every awake active Discord session with where
+	// its thread's catch-up starts.
 	CatchUpPoints(ctx context.Context) ([]CatchUpPoint, error)
+	// DormantPoints lists the dormant Discord sessions, each with the
+	// latest message of its thread callon knows of as Last.
+	DormantPoints(ctx context.Context) ([]CatchUpPoint, error)
+	// WakeSession wakes a dormant session if caps let its owner and guild
+	// have one more awake team (a *CapError otherwise); it reports
+	// whether the session was asleep.
+	WakeSession(ctx context.Context, sessionID int64, caps SessionCaps) (bool, error)
+	// SleepSession puts a thread's awake session to sleep if it has no
+	// turn queued or running; it reports whether it did.
+	SleepSession(ctx context.Context, threadID string) (bool, error)
 	// Notice queues a message in an active session's thread.
 	Notice(ctx context.Context, sessionID int64, text string) error
 	// RecordTurn stores a user message as a queued turn, idempotently on
@@ -216,6 +226,11 @@ type NewSession struct {
 	// where its reports go, besides ReportTo.
 	APIKey      string
 	CallbackURL string
+	// Surface is where people talk to the team ("" is Discord);
+	// AttachedTo, for a terminal team, the owner of the chat process
+	// that serves it.
+	Surface    Surface
+	AttachedTo string
 }
 
 // StartSession creates the team and queues its kickoff message.
@@ -240,7 +255,7 @@ func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Ro
 		OwnerID: n.OwnerID, Goal: goal, State: SessionActive, ReportTo: n.ReportTo,
 		DispatchedBy: n.DispatchedBy, DispatchedTurn: n.DispatchedTurn, DispatchDepth: n.DispatchDepth,
 		RequestedByBot: n.RequestedByBot, RequestMessageID: n.RequestMessageID,
-		APIKey: n.APIKey, CallbackURL: n.CallbackURL,
+		APIKey: n.APIKey, CallbackURL: n.CallbackURL, Surface: n.Surface, AttachedTo: n.AttachedTo,
 	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0, n.CallbackURL != ""), n.Brief, s.caps())
 	if errors.Is(err, ErrCapped) {
 		return Session{}, nil, CapRefusal(err)
@@ -328,10 +343,21 @@ func (s *Service) HandleMessage(ctx context.Context, m Incoming) (Turn, error) {
 	if err != nil {
 		return Turn{}, err
 	}
-	if !acc.Allows(AccessTalk, m.AuthorID, m.AuthorRoles, sess.ChannelID) {
+	admission := s.admission()
+	switch {
+	case !acc.Allows(AccessTalk, m.AuthorID, m.AuthorRoles, sess.ChannelID):
 		t.State = TurnRefused
+	case !sess.DormantSince.IsZero():
+		// A dormant team wakes for the message, if the caps let it.
+		refusal, err := s.wake(ctx, sess)
+		if err != nil {
+			return Turn{}, err
+		}
+		if refusal != "" {
+			t.State, admission.Refused = TurnRefused, refusal
+		}
 	}
-	t, _, err = s.store.RecordTurn(ctx, t, s.admission())
+	t, _, err = s.store.RecordTurn(ctx, t, admission)
 	if err != nil {
 		return Turn{}, fmt.Errorf("record turn: %w", err)
 	}
@@ -402,6 +428,9 @@ type CatchUpPoint struct {
 	// Last is the id of the thread's latest message recorded as a turn;
 	// "" when none is.
 	Last string
+	// Refusal, when set, is why the messages found are not taken: the
+	// dormant team could not wake (a cap); each is recorded refused.
+	Refusal string
 }
 
 // ThreadReader reads Discord threads' history, and who wrote it.
@@ -413,6 +442,10 @@ type ThreadReader interface {
 	// from history do not carry them); ErrNotFound when the user is not
 	// a member.
 	MemberRoles(ctx context.Context, guildID, userID string) ([]string, error)
+	// ActiveThreads returns the latest message id of each thread of a
+	// guild that is not archived, by thread id: one request, so the
+	// catch-up reads a dormant team's thread only when it has news.
+	ActiveThreads(ctx context.Context, guildID string) (map[string]string, error)
 }
 
 // CatchUp records the messages posted in active sessions' threads while
@@ -431,6 +464,8 @@ func (s *Service) CatchUp(ctx context.Context, r ThreadReader, ready time.Time, 
 	if err != nil {
 		return 0, fmt.Errorf("catch up: %w", err)
 	}
+	woken, derr := s.dormantNews(ctx, r, handles)
+	points = append(points, woken...)
 	var (
 		mu    sync.Mutex
 		total int
@@ -455,7 +490,7 @@ func (s *Service) CatchUp(ctx context.Context, r ThreadReader, ready time.Time, 
 		})
 	}
 	wg.Wait()
-	return total, errors.Join(errs...)
+	return total, errors.Join(append(errs, derr)...)
 }
 
 // mayTalk applies the guild's allow list for talking to a message found
@@ -497,6 +532,13 @@ func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, ready time.
 		live := posted.After(ready)
 		t := Turn{SessionID: p.SessionID, MessageID: m.ID, GuildID: p.GuildID, ChannelID: p.ThreadID,
 			AuthorID: m.AuthorID, AuthorBot: m.AuthorBot, Content: CleanText(m.Content), State: TurnRefused}
+		if p.Refusal != "" {
+			// The dormant team cannot wake: the thread is told why, once.
+			if _, _, err := s.store.RecordTurn(ctx, t, Admission{Refused: p.Refusal}); err != nil {
+				return recorded, err
+			}
+			continue
+		}
 		if (live || recorded < CatchUpMax) && s.mayTalk(ctx, r, acc, p, m) {
 			if t, err = s.newTurn(ctx, p.SessionID, p.GuildID, p.ThreadID, m); err != nil {
 				return recorded, err

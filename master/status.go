@@ -21,8 +21,9 @@ type PresenterConfig struct {
 	// Wake announces turns recorded: with it, a presenter that has no
 	// turn to show sleeps until one comes (or Idle passes) instead of
 	// looking every Tick.
-	Wake <-chan string
-	Idle time.Duration // IdlePoll by default
+	Wake  <-chan string
+	Idle  time.Duration // IdlePoll by default
+	Scope Scope         // the sessions whose status this presenter shows
 }
 
 // settleAnyway is how long a status message waits for a reply that may
@@ -31,9 +32,10 @@ const settleAnyway = 10 * time.Minute
 
 // StatusStore is what the status presenter needs from Postgres.
 type StatusStore interface {
-	// ActiveTurns lists running turns with their tasks, and ended turns
+	// ActiveTurns lists running turns of scope's sessions with their
+	// tasks, and ended turns
 	// whose status message is not settled yet, for status messages.
-	ActiveTurns(ctx context.Context) ([]TurnStatus, error)
+	ActiveTurns(ctx context.Context, scope Scope) ([]TurnStatus, error)
 	// SetStatusMessage records the turn's status message.
 	SetStatusMessage(ctx context.Context, turnID int64, messageID string) error
 	// SettleStatus records that the turn's status message shows its end.
@@ -100,7 +102,7 @@ func (p *Presenter) Run(ctx context.Context) error {
 // any to show (or it could not tell).
 func (p *Presenter) tick(ctx context.Context) bool {
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	turns, err := p.store.ActiveTurns(qctx)
+	turns, err := p.store.ActiveTurns(qctx, p.cfg.Scope)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -182,7 +184,7 @@ func (p *Presenter) show(ctx context.Context, ts TurnStatus) {
 // RenderStatus is the status message of a running turn.
 func RenderStatus(ts TurnStatus, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "⏳ **Team at work** · round %d · %s\n", ts.Turn.Round, Elapsed(now.Sub(ts.StartedAt)))
+	fmt.Fprintf(&b, "%s **Team at work** · round %d · %s\n", statusWorking, ts.Turn.Round, Elapsed(now.Sub(ts.StartedAt)))
 	for _, t := range currentRound(ts) {
 		fmt.Fprintf(&b, "• **%s** — %s", t.Role, stateLabel(t.State))
 		if p, ok := ts.Progress[t.ID]; ok && t.State == TaskRunning {
@@ -202,6 +204,14 @@ func RenderStatus(ts TurnStatus, now time.Time) string {
 	}
 	return Truncate(strings.TrimSpace(b.String()), MaxMessageLen)
 }
+
+// statusWorking starts the status message of a turn at work, and only it.
+const statusWorking = "⏳"
+
+// StatusSettled reports whether a status message's text is settled (its
+// turn has ended: SettledStatus), for a surface that shows the status in
+// place until then.
+func StatusSettled(text string) bool { return !strings.HasPrefix(text, statusWorking) }
 
 // SettledStatus is the status message once its turn has ended, with the
 // tokens its team has used so far and, when prices give it, their cost.
@@ -239,7 +249,7 @@ func activity(calls map[int64]ToolActivity, t Task) string {
 	if !ok || (t.State != TaskRunning && t.State != TaskApproval) {
 		return ""
 	}
-	return " · " + ToolLabel(c.Tool) + argsText(c.Args)
+	return " · " + ToolName(c.Tool) + argsText(c.Args)
 }
 
 func currentRound(ts TurnStatus) []Task {

@@ -68,6 +68,9 @@ type TeamView struct {
 	// Dispatched are the teams this session's master started elsewhere.
 	Dispatched []Session
 	Spend      SessionSpend // what the team used, by model, and its own budget
+	// Reliability is the roster's records in the session's channel over
+	// ReliabilityWindow (roles with no ended task there are left out).
+	Reliability []Reliability
 	// Budget is the team's token budget in effect (0: none), and Cost
 	// what it used costs as far as prices are known: Commands fills both.
 	Budget int64
@@ -103,8 +106,9 @@ const (
 // RenderTeam builds the /team embed, within Discord's limits.
 func RenderTeam(v TeamView, workerModel string) Embed {
 	e := Embed{
-		Title:       "Team: " + oneLine(v.Session.Goal, embedTitleMax-6),
-		Description: fmt.Sprintf("**Goal:** %s\nStarted <t:%d:R>\n-# %s", Truncate(v.Session.Goal, 1500), v.Session.CreatedAt.Unix(), AddressingHelp(v.Roster)),
+		Title: "Team: " + oneLine(v.Session.Goal, embedTitleMax-6),
+		Description: fmt.Sprintf("**Goal:** %s\nStarted <t:%d:R>\n%s-# %s", Truncate(v.Session.Goal, 1500), v.Session.CreatedAt.Unix(),
+			dormantLine(v.Session), AddressingHelp(v.Roster)),
 	}
 	var members strings.Builder
 	for _, m := range Members(v.Roster, v.Turn, v.Tasks) {
@@ -115,6 +119,13 @@ func RenderTeam(v TeamView, workerModel string) Embed {
 		fmt.Fprintf(&members, "%s **%s** · `%s` · %s%s\n", stateIcon(m.State), m.Role.Name, model, m.State, ToolsLine(" · tools: ", m.Role.Tools))
 	}
 	e.Fields = append(e.Fields, EmbedField{Name: "Members", Value: members.String()})
+	if len(v.Reliability) > 0 {
+		var rel strings.Builder
+		for _, r := range v.Reliability {
+			fmt.Fprintf(&rel, "**%s** · %s\n", r.Role, ReliabilityLine(r))
+		}
+		e.Fields = append(e.Fields, EmbedField{Name: "Reliability (last 7 days in this channel)", Value: rel.String()})
+	}
 
 	var work strings.Builder
 	switch {
@@ -163,8 +174,8 @@ func RenderTeam(v TeamView, workerModel string) Embed {
 		events.WriteString("None yet.")
 	}
 	e.Fields = append(e.Fields, EmbedField{Name: "Latest events", Value: events.String()})
-	spent := fmt.Sprintf("Tokens used: %d (%d prompt, %d completion)",
-		v.Session.Usage.Total(), v.Session.Usage.PromptTokens, v.Session.Usage.CompletionTokens)
+	spent := fmt.Sprintf("Tokens used: %s (%s prompt, %s completion)",
+		Tokens(v.Session.Usage.Total()), Tokens(v.Session.Usage.PromptTokens), Tokens(v.Session.Usage.CompletionTokens))
 	if v.Budget > 0 {
 		spent += fmt.Sprintf(" of a budget of %s", Tokens(v.Budget))
 	}
@@ -252,4 +263,14 @@ func truncateLines(s string, max int) string {
 		b.WriteString(l + "\n")
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// dormantLine says that a team is dormant, and what that means; "" for
+// a team that is awake.
+func dormantLine(s Session) string {
+	if s.DormantSince.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("💤 **Dormant** since <t:%d:R>: it costs nothing and counts against no cap; the next message here wakes it.\n",
+		s.DormantSince.Unix())
 }

@@ -52,6 +52,8 @@ func TestTeamEmbedGolden(t *testing.T) {
 			{Kind: SignalAck, TaskID: 10, Role: "researcher", Payload: json.RawMessage(`{"worker": "w1", "attempt": 1}`), At: start.Add(time.Minute)},
 			{Kind: SignalProgress, TaskID: 10, Role: "researcher", Payload: json.RawMessage(`{"percent": 60, "note": "comparing vendors"}`), At: start.Add(70 * time.Second)},
 		},
+		Reliability: []Reliability{{Role: "planner", Tasks: 10, Done: 6, Failed: 1, Timeout: 2, Blocked: 1,
+			Median: 42 * time.Second, P90: 95 * time.Second, TokensPerTask: 3120, LastFailure: "SECRET REASON", Open: 1}},
 		Now: start.Add(2 * time.Minute),
 	}
 	e := RenderTeam(v, "gpt-4o-mini")
@@ -59,7 +61,7 @@ func TestTeamEmbedGolden(t *testing.T) {
 		t.Errorf("embed has %d characters, want at most %d", e.total(), embedTotalMax)
 	}
 	b, _ := json.MarshalIndent(e, "", "  ")
-	if strings.Contains(string(b), "SECRET") {
+	if strings.Contains(string(b), "SECRET") { // a result, or a failure's reason (model text)
 		t.Error("/team shows a worker's result")
 	}
 	golden.Check(t, "team_embed.golden", string(b)+"\n")

@@ -42,6 +42,13 @@ type Config struct {
 	// BacklogEvery (default 5 s), however often /metrics is scraped.
 	Backlog      master.BacklogStore
 	BacklogEvery time.Duration
+	// Roles are the role names the operator configured (the roles file's
+	// and the built-in ones): each gets its own value of the role label.
+	// Other names (an admin's /roles, a model's replan) get theirs while
+	// fewer than OtherRoles (default 20) such names have been seen, and
+	// count as "other" after: the label stays bounded whatever is named.
+	Roles      []string
+	OtherRoles int
 }
 
 // Registry holds callon's metrics. Its methods are safe for concurrent
@@ -60,6 +67,9 @@ type Registry struct {
 	toolCalls     *prometheus.CounterVec
 	tasksEnded    *prometheus.CounterVec
 	taskDuration  *prometheus.HistogramVec
+	roleTasks     *prometheus.CounterVec
+	roleDuration  *prometheus.HistogramVec
+	roles         *roleLabels
 	outboxSends   *prometheus.CounterVec
 	outboxLatency *prometheus.HistogramVec
 	webhooks      *prometheus.CounterVec
@@ -81,6 +91,7 @@ func New(cfg Config) *Registry {
 	r := &Registry{
 		reg:    reg,
 		prices: cfg.Prices,
+		roles:  newRoleLabels(cfg.Roles, cfg.OtherRoles),
 		turnsStarted: f.counter("callon_turns_started_total",
 			"Turns (user messages) whose first decision the master started."),
 		turnsEnded: f.counterVec("callon_turns_ended_total",
@@ -104,6 +115,11 @@ func New(cfg Config) *Registry {
 		taskDuration: f.histogramVec("callon_task_duration_seconds",
 			"A task's time in the worker that ended it, by state.",
 			[]float64{1, 2, 5, 10, 30, 60, 120, 300, 600, 1800}, "state"),
+		roleTasks: f.counterVec("callon_role_tasks_total",
+			"Tasks whose outcome a worker wrote, by role (the configured roles by name, a bounded number of others, then other) and outcome: done, failed, blocked, need_info, timeout.", "role", "outcome"),
+		roleDuration: f.histogramVec("callon_role_task_duration_seconds",
+			"A task's time in the worker that ended it, by role (as in callon_role_tasks_total).",
+			[]float64{1, 2, 5, 10, 30, 60, 120, 300, 600, 1800}, "role"),
 		outboxSends: f.counterVec("callon_outbox_deliveries_total",
 			"Outbox delivery attempts, by kind (reply, question, kickoff, notice, summary, report) and result (sent, retry, failed).", "kind", "result"),
 		outboxLatency: f.histogramVec("callon_outbox_delivery_seconds",
@@ -155,9 +171,12 @@ func (r *Registry) ToolCalled(caller, tool, result string) {
 }
 
 // TaskEnded implements workers.Metrics.
-func (r *Registry) TaskEnded(state master.TaskState, took time.Duration) {
+func (r *Registry) TaskEnded(role string, state master.TaskState, took time.Duration) {
 	r.tasksEnded.WithLabelValues(string(state)).Inc()
 	r.taskDuration.WithLabelValues(string(state)).Observe(took.Seconds())
+	role = r.roles.label(role)
+	r.roleTasks.WithLabelValues(role, string(state)).Inc()
+	r.roleDuration.WithLabelValues(role).Observe(took.Seconds())
 }
 
 // OutboxDelivered implements master.Metrics.

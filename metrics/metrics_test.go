@@ -168,7 +168,7 @@ func TestDomainCountersMove(t *testing.T) {
 	r.TurnEnded(master.OutcomeReply, 3*time.Second)
 	r.TurnEnded(master.OutcomeQuestion, time.Second)
 	r.ToolCalled("master", "reply", "ok")
-	r.TaskEnded(master.TaskDone, time.Second)
+	r.TaskEnded("writer", master.TaskDone, time.Second)
 	r.OutboxDelivered(master.OutReply, "sent", 200*time.Millisecond)
 	r.OutboxDelivered(master.OutReply, "retry", 0)
 	r.WebhookDelivered("delivered")
@@ -187,6 +187,8 @@ func TestDomainCountersMove(t *testing.T) {
 		`callon_turn_duration_seconds_count{outcome="question"} 1`,
 		`callon_tool_calls_total{caller="master",result="ok",tool="reply"} 1`,
 		`callon_tasks_ended_total{state="done"} 1`,
+		`callon_role_tasks_total{outcome="done",role="writer"} 1`,
+		`callon_role_task_duration_seconds_count{role="writer"} 1`,
 		`callon_outbox_deliveries_total{kind="reply",result="retry"} 1`,
 		`callon_outbox_delivery_seconds_count{kind="reply"} 1`,
 		`callon_webhook_deliveries_total{result="delivered"} 1`,
@@ -202,5 +204,29 @@ func TestDomainCountersMove(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// The role label is bounded: the configured roles by name, the first
+// few others by name, every later name as "other".
+func TestRoleLabelIsBounded(t *testing.T) {
+	t.Parallel()
+	r := New(Config{Roles: []string{"writer"}, OtherRoles: 2})
+	for _, role := range []string{"made-up-1", "made-up-2", "made-up-3", "made-up-4", "writer", "made-up-1"} {
+		r.TaskEnded(role, master.TaskFailed, time.Second)
+	}
+	page := scrape(t, r)
+	for _, want := range []string{
+		`callon_role_tasks_total{outcome="failed",role="writer"} 1`,
+		`callon_role_tasks_total{outcome="failed",role="made-up-1"} 2`,
+		`callon_role_tasks_total{outcome="failed",role="made-up-2"} 1`,
+		`callon_role_tasks_total{outcome="failed",role="other"} 2`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(page, "made-up-3") || strings.Contains(page, "made-up-4") {
+		t.Errorf("a role past the bound has a label of its own")
 	}
 }

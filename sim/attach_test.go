@@ -60,7 +60,7 @@ func (c cdn) Download(_ context.Context, url string, _ int64) ([]byte, string, e
 // claim stays until its lease lapses (expire).
 func (s *sequence) fetch() {
 	if s.rng.IntN(8) == 0 {
-		if _, err := s.st.ClaimAttachments(s.ctx, "dead fetcher", 1, time.Hour); err != nil {
+		if _, err := s.st.ClaimAttachments(s.ctx, master.Scope{}, "dead fetcher", 1, time.Hour); err != nil {
 			s.fatalf("ClaimAttachments: %v", err)
 		}
 		return

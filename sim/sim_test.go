@@ -352,7 +352,7 @@ func (s *sequence) step() {
 
 // work is a worker claiming one task and ending it, or stalling on it.
 func (s *sequence) work() {
-	tasks, err := s.st.ClaimTasks(s.ctx, "worker", 1, time.Hour)
+	tasks, err := s.st.ClaimTasks(s.ctx, master.Scope{}, "worker", 1, time.Hour)
 	if err != nil {
 		s.fatalf("ClaimTasks: %v", err)
 	}
@@ -377,7 +377,7 @@ func (s *sequence) pause(t master.Task) {
 	if err != nil {
 		s.fatalf("PlanToolCalls: %v", err)
 	}
-	if _, err := s.st.PauseForApproval(s.ctx, t.ID, t.Attempt, recs[0].Seq, time.Hour, master.Usage{PromptTokens: 1}); err != nil {
+	if _, err := s.st.PauseForApproval(s.ctx, t.ID, t.Attempt, recs[0].Seq, time.Hour, nil); err != nil {
 		s.fatalf("PauseForApproval: %v", err)
 	}
 }
@@ -494,7 +494,7 @@ func (s *sequence) outage() {
 // stall is a worker claiming a task and going silent: its lease will
 // lapse, and it may come back later (late).
 func (s *sequence) stall() {
-	tasks, err := s.st.ClaimTasks(s.ctx, "stalled worker", 1, time.Hour)
+	tasks, err := s.st.ClaimTasks(s.ctx, master.Scope{}, "stalled worker", 1, time.Hour)
 	if err != nil {
 		s.fatalf("ClaimTasks: %v", err)
 	}
@@ -517,7 +517,7 @@ func (s *sequence) late() {
 // task claimed again by another worker that is still at it, and then the
 // first worker coming back: its outcome must be refused.
 func (s *sequence) staleWorker() {
-	tasks, err := s.st.ClaimTasks(s.ctx, "slow worker", 1, time.Hour)
+	tasks, err := s.st.ClaimTasks(s.ctx, master.Scope{}, "slow worker", 1, time.Hour)
 	if err != nil {
 		s.fatalf("ClaimTasks: %v", err)
 	}
@@ -528,7 +528,7 @@ func (s *sequence) staleWorker() {
 	if _, _, err := s.st.SweepExpired(s.ctx); err != nil {
 		s.fatalf("SweepExpired: %v", err)
 	}
-	again, err := s.st.ClaimTasks(s.ctx, "fast worker", 10, time.Hour)
+	again, err := s.st.ClaimTasks(s.ctx, master.Scope{}, "fast worker", 10, time.Hour)
 	if err != nil {
 		s.fatalf("ClaimTasks: %v", err)
 	}
@@ -566,7 +566,7 @@ func (s *sequence) settle() {
 		s.timePasses()
 		s.step()
 		for {
-			tasks, err := s.st.ClaimTasks(s.ctx, "worker", 10, time.Hour)
+			tasks, err := s.st.ClaimTasks(s.ctx, master.Scope{}, "worker", 10, time.Hour)
 			if err != nil {
 				s.fatalf("ClaimTasks: %v", err)
 			}

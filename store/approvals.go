@@ -15,7 +15,7 @@ var _ master.ApprovalStore = (*Store)(nil)
 
 // approvalColumns is the select list scanApproval reads, from approvals
 // a joined with sessions s and, left, outbox o.
-const approvalColumns = `a.id, a.session_id, a.task_id, a.seq, a.role, a.tool, a.arguments, a.state,
+const approvalColumns = `a.id, a.session_id, a.task_id, a.seq, a.role, a.tool, a.arguments, a.approvers, a.state,
 	coalesce(a.decided_by, ''), a.decided_at, a.expires_at, s.thread_id, coalesce(o.discord_message_id, '')`
 
 const approvalFrom = `approvals a JOIN sessions s ON s.id = a.session_id LEFT JOIN outbox o ON o.id = a.outbox_id`
@@ -23,7 +23,7 @@ const approvalFrom = `approvals a JOIN sessions s ON s.id = a.session_id LEFT JO
 func scanApproval(row pgx.Row) (master.Approval, error) {
 	var a master.Approval
 	var decided *time.Time
-	err := row.Scan(&a.ID, &a.SessionID, &a.TaskID, &a.Seq, &a.Role, &a.Tool, &a.Args, &a.State,
+	err := row.Scan(&a.ID, &a.SessionID, &a.TaskID, &a.Seq, &a.Role, &a.Tool, &a.Args, &a.Approvers, &a.State,
 		&a.DecidedBy, &decided, &a.ExpiresAt, &a.ChannelID, &a.MessageID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, master.ErrNotFound
@@ -56,8 +56,11 @@ func approval(ctx context.Context, q querier, id int64) (master.Approval, error)
 
 // DecideApproval records by's decision on a pending request, approve or
 // deny, and queues its task again (with fresh attempts: waiting is not a
-// failure), waking the session, in one transaction. A request no longer
-// pending is returned as it stands, unchanged.
+// failure), waking the session, in one transaction. A request past its
+// expiry is recorded expired instead, whatever was clicked, in whichever
+// process the click lands (the sweeper may not have run yet): a late
+// click approves nothing. A request no longer pending is returned as it
+// stands, unchanged.
 func (s *Store) DecideApproval(ctx context.Context, id int64, approve bool, by string) (master.Approval, error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
@@ -70,7 +73,8 @@ func (s *Store) DecideApproval(ctx context.Context, id int64, approve bool, by s
 	}
 	var taskID, sessionID int64
 	err = tx.QueryRow(ctx, `
-		UPDATE approvals SET state = $2, decided_by = $3, decided_at = now()
+		UPDATE approvals SET state = CASE WHEN expires_at <= now() THEN 'expired' ELSE $2 END,
+		       decided_by = CASE WHEN expires_at <= now() THEN NULL ELSE $3 END, decided_at = now()
 		WHERE id = $1 AND state = 'pending'
 		RETURNING task_id, session_id`, id, state, master.CleanText(by)).Scan(&taskID, &sessionID)
 	switch {
@@ -129,13 +133,14 @@ func expireApprovals(ctx context.Context, tx pgx.Tx, attempts int) ([]int64, err
 	return resumePaused(ctx, tx, tasks, attempts)
 }
 
-// UnsettledApprovals lists up to limit requests decided, expired or
-// cancelled before before, whose posted message still shows its
-// buttons, oldest first.
-func (s *Store) UnsettledApprovals(ctx context.Context, before time.Time, limit int) ([]master.Approval, error) {
+// UnsettledApprovals lists up to limit requests of scope's sessions
+// decided, expired or cancelled before before, whose posted message
+// still shows its buttons, oldest first.
+func (s *Store) UnsettledApprovals(ctx context.Context, scope master.Scope, before time.Time, limit int) ([]master.Approval, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+approvalColumns+` FROM `+approvalFrom+`
 		WHERE a.state <> 'pending' AND a.settled_at IS NULL AND a.decided_at < $1 AND o.state = 'sent'
-		ORDER BY a.id LIMIT $2`, before, limit)
+		  AND s.surface = $3 AND ($4 = '' OR s.attached_to = $4)
+		ORDER BY a.id LIMIT $2`, before, limit, scope.Of(), scope.Attached)
 	if err != nil {
 		return nil, fmt.Errorf("unsettled approvals: %w", err)
 	}

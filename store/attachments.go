@@ -81,16 +81,17 @@ func (s *Store) TurnAttachments(ctx context.Context, turnID int64) ([]master.Att
 	return atts, nil
 }
 
-// ClaimAttachments leases up to n pending files to owner for lease,
-// oldest first, counting an attempt on each: files of turns still to be
-// answered, not claimed by a live lease, whose retry time has come.
-// Claimers skip each other's rows.
-func (s *Store) ClaimAttachments(ctx context.Context, owner string, n int, lease time.Duration) ([]master.Attachment, error) {
+// ClaimAttachments leases up to n pending files of scope's sessions to
+// owner for lease, oldest first, counting an attempt on each: files of
+// turns still to be answered, not claimed by a live lease, whose retry
+// time has come. Claimers skip each other's rows.
+func (s *Store) ClaimAttachments(ctx context.Context, scope master.Scope, owner string, n int, lease time.Duration) ([]master.Attachment, error) {
 	rows, err := s.pool.Query(ctx, `
 		WITH picked AS (
 			SELECT a.id FROM attachments a
 			JOIN turns u ON u.id = a.turn_id
 			WHERE a.state = 'pending' AND u.state IN ('queued', 'running')
+			  AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = u.session_id AND s.surface = $4 AND ($5 = '' OR s.attached_to = $5))
 			  AND (a.lease_until IS NULL OR a.lease_until < now())
 			  AND (a.not_before IS NULL OR a.not_before <= now())
 			ORDER BY a.id
@@ -100,7 +101,7 @@ func (s *Store) ClaimAttachments(ctx context.Context, owner string, n int, lease
 		UPDATE attachments a SET lease_owner = $1, lease_until = now() + $3 * interval '1 microsecond',
 		       attempts = a.attempts + 1, updated_at = now()
 		FROM picked WHERE a.id = picked.id
-		RETURNING `+attachmentColumns, owner, n, lease.Microseconds())
+		RETURNING `+attachmentColumns, owner, n, lease.Microseconds(), scope.Of(), scope.Attached)
 	if err != nil {
 		return nil, fmt.Errorf("claim attachments: %w", err)
 	}

@@ -36,7 +36,7 @@ func (w *world) attachments(turnID int64) []master.Attachment {
 
 func (w *world) pending(owner string) []int64 {
 	w.t.Helper()
-	ids, err := w.store.PendingSessions(w.ctx, owner)
+	ids, err := w.store.PendingSessions(w.ctx, master.Scope{}, owner)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -65,11 +65,11 @@ func TestAttachmentsRecordedWithTheTurnAndFetchedOnce(t *testing.T) {
 		t.Error("the session is pending for its master while a file of its turn is still to download")
 	}
 
-	claimed, err := w.store.ClaimAttachments(w.ctx, "p1", 10, time.Minute)
+	claimed, err := w.store.ClaimAttachments(w.ctx, master.Scope{}, "p1", 10, time.Minute)
 	if err != nil || len(claimed) != 1 || claimed[0].Name != "notes.md" || claimed[0].Attempts != 1 || claimed[0].URL == "" {
 		t.Fatalf("ClaimAttachments = %+v, %v; want notes.md at attempt 1 with its URL", claimed, err)
 	}
-	if again, err := w.store.ClaimAttachments(w.ctx, "p2", 10, time.Minute); err != nil || len(again) != 0 {
+	if again, err := w.store.ClaimAttachments(w.ctx, master.Scope{}, "p2", 10, time.Minute); err != nil || len(again) != 0 {
 		t.Fatalf("a second claim got %+v, %v; want nothing while the lease holds", again, err)
 	}
 	stored := master.AttachmentResult{State: master.AttachmentStored, Data: []byte("# notes"), Size: 7}
@@ -102,7 +102,7 @@ func TestAttachmentRetriedLaterOrGivenBack(t *testing.T) {
 	turn := w.recordWith(s, "m1", "", master.IncomingAttachment{ID: "a1", Filename: "a.txt", Size: 3})
 	claim := func() []master.Attachment {
 		t.Helper()
-		atts, err := w.store.ClaimAttachments(w.ctx, "p1", 10, time.Minute)
+		atts, err := w.store.ClaimAttachments(w.ctx, master.Scope{}, "p1", 10, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestFilesHandedToTasksAndKeptByAHandoff(t *testing.T) {
 	other := w.recordWith(w.startSession(), "elsewhere", "", master.IncomingAttachment{ID: "z", Filename: "z.txt", Size: 1})
 	turn := w.recordWith(s, "m1", "", master.IncomingAttachment{ID: "a1", Filename: "a.txt", Size: 3})
 	a := w.attachments(turn.ID)[0]
-	claimed, err := w.store.ClaimAttachments(w.ctx, "p1", 10, time.Minute)
+	claimed, err := w.store.ClaimAttachments(w.ctx, master.Scope{}, "p1", 10, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestFilesHandedToTasksAndKeptByAHandoff(t *testing.T) {
 	}
 	foreign := w.attachments(other.ID)[0].ID
 	g := master.Guard{SessionID: s.ID, TurnID: turn.ID, Owner: "p1"}
-	ids, err := w.store.Delegate(w.ctx, g, []master.NewTask{{Role: "researcher", Instruction: "read it", Attachments: []int64{a.ID, foreign}}}, master.Usage{})
+	ids, err := w.store.Delegate(w.ctx, g, []master.NewTask{{Role: "researcher", Instruction: "read it", Attachments: []int64{a.ID, foreign}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,3 +168,6 @@ func (s *Store) NotifyCommitted(ctx context.Context, sessionID int64, rollback b
 	}
 	return tx.Commit(ctx)
 }
+
+// ForgetHoldSweep makes the next SweepExpired look for expired holds.
+func ForgetHoldSweep(s *Store) { s.holdSweep.Store(0) }

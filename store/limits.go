@@ -14,31 +14,6 @@ import (
 // daily budget resets at midnight UTC.
 const utcToday = `(now() AT TIME ZONE 'UTC')::date`
 
-// CheckSpend returns a *master.BudgetError when the session's token budget,
-// or its guild's budget of the UTC day, is spent, counting pending tokens
-// the caller used and has not charged yet. def gives the budgets that an
-// admin did not set for the session or its guild.
-func (s *Store) CheckSpend(ctx context.Context, sessionID int64, pending int64, def master.Budget) error {
-	var sp master.Spend
-	err := s.pool.QueryRow(ctx, `SELECT s.prompt_tokens + s.completion_tokens, `+spendColumns+` FROM sessions s WHERE s.id = $1`,
-		sessionID).Scan(&sp.Used, &sp.Budget, &sp.GuildUsed, &sp.GuildBudget)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("check spend: session %d: %w", sessionID, master.ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("check spend: %w", err)
-	}
-	return sp.Check(pending, def)
-}
-
-// spendColumns are, for a session s, what master.Spend needs besides the
-// session's own tokens: the budget its admins set (or NULL), its guild's
-// tokens of the UTC day, and the guild's budget (or NULL).
-const spendColumns = `s.token_budget,
-	coalesce((SELECT sum(g.prompt_tokens + g.completion_tokens) FROM guild_usage g
-	          WHERE g.guild_id = s.guild_id AND g.day = ` + utcToday + `), 0)::bigint,
-	(SELECT l.daily_tokens FROM guild_limits l WHERE l.guild_id = s.guild_id)`
-
 // usageByModel reads a session's usage by model, most used first.
 func usageByModel(ctx context.Context, q querier, sessionID int64) ([]master.Usage, error) {
 	rows, err := q.Query(ctx, `SELECT model, prompt_tokens, completion_tokens FROM session_usage

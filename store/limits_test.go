@@ -58,26 +58,17 @@ func TestStartSessionCapsHoldUnderConcurrency(t *testing.T) {
 	}
 }
 
-// Usage is charged by model and to the guild's day; CheckSpend refuses
-// past either budget, counting what the caller has not charged yet, and
-// an admin's budget replaces the default.
+// Usage is charged by model and to the guild's day as each call settles;
+// a hold is refused past either budget, and an admin's budget replaces
+// the default.
 func TestSpendAndBudgets(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	s := w.startSession()
 	other := w.startSession() // same guild
-	g := master.Guard{SessionID: s.ID, TurnID: w.turn(s.ID), Owner: "p"}
-	w.lease(s, "p")
-	if err := w.store.Finish(w.ctx, g, master.Finish{Kind: master.OutReply, State: master.TurnDone, Parts: []string{"hi"},
-		Usage: master.Usage{PromptTokens: 60, CompletionTokens: 10, Model: "big"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.store.AddUsage(w.ctx, s.ID, master.Usage{PromptTokens: 20, CompletionTokens: 10, Model: "small"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.store.AddUsage(w.ctx, other.ID, master.Usage{PromptTokens: 5, CompletionTokens: 5, Model: "big"}); err != nil {
-		t.Fatal(err)
-	}
+	w.charge(s.ID, master.Usage{PromptTokens: 60, CompletionTokens: 10, Model: "big"})
+	w.charge(s.ID, master.Usage{PromptTokens: 20, CompletionTokens: 10, Model: "small"})
+	w.charge(other.ID, master.Usage{PromptTokens: 5, CompletionTokens: 5, Model: "big"})
 	sp, err := w.store.SessionSpend(w.ctx, s.ID)
 	if err != nil || fmt.Sprint(sp.ByModel) != "[{60 10 big} {20 10 small}]" || sp.Budget != nil {
 		t.Errorf("SessionSpend = %+v, %v", sp, err)
@@ -86,22 +77,29 @@ func TestSpendAndBudgets(t *testing.T) {
 	if err != nil || fmt.Sprint(gs.Today) != "[{65 15 big} {20 10 small}]" || gs.DailyBudget != nil {
 		t.Errorf("GuildSpend = %+v, %v", gs, err)
 	}
+	check := func(def master.Budget) error {
+		held, err := w.store.HoldSpend(w.ctx, master.Hold{SessionID: s.ID, Model: "big", PromptTokens: 1, Owner: "p", Budget: def})
+		if err == nil {
+			if err := w.store.SettleSpend(w.ctx, held.ID, master.Usage{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return err
+	}
 	for _, tc := range []struct {
-		name    string
-		pending int64
-		def     master.Budget
-		want    *master.BudgetError // nil: allowed
+		name string
+		def  master.Budget
+		want *master.BudgetError // nil: allowed
 	}{
-		{"no budgets", 0, master.Budget{}, nil},
-		{"under the team's", 0, master.Budget{SessionTokens: 101}, nil},
-		{"at the team's", 0, master.Budget{SessionTokens: 100}, &master.BudgetError{Limit: 100, Used: 100}},
-		{"crossed by what is not charged yet", 1, master.Budget{SessionTokens: 101}, &master.BudgetError{Limit: 101, Used: 101}},
-		{"the guild's day: both teams", 0, master.Budget{GuildDailyTokens: 110}, &master.BudgetError{Guild: true, Limit: 110, Used: 110}},
+		{"no budgets", master.Budget{}, nil},
+		{"under the team's", master.Budget{SessionTokens: 101}, nil},
+		{"at the team's", master.Budget{SessionTokens: 100}, &master.BudgetError{Limit: 100, Used: 100}},
+		{"the guild's day: both teams", master.Budget{GuildDailyTokens: 110}, &master.BudgetError{Guild: true, Limit: 110, Used: 110}},
 	} {
-		err := w.store.CheckSpend(w.ctx, s.ID, tc.pending, tc.def)
+		err := check(tc.def)
 		var b *master.BudgetError
 		if tc.want == nil && err != nil || tc.want != nil && (!errors.As(err, &b) || *b != *tc.want || !errors.Is(err, master.ErrBudget)) {
-			t.Errorf("%s: CheckSpend = %v, want %v", tc.name, err, tc.want)
+			t.Errorf("%s: HoldSpend = %v, want %v", tc.name, err, tc.want)
 		}
 	}
 	// Admins' budgets win over the defaults, and are audited.
@@ -112,14 +110,14 @@ func TestSpendAndBudgets(t *testing.T) {
 	if err := w.store.SetGuildBudget(w.ctx, "g1", &none, "admin"); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.store.CheckSpend(w.ctx, s.ID, 0, master.Budget{SessionTokens: 100, GuildDailyTokens: 110}); err != nil {
-		t.Errorf("CheckSpend after raising both = %v, want nil", err)
+	if err := check(master.Budget{SessionTokens: 100, GuildDailyTokens: 110}); err != nil {
+		t.Errorf("HoldSpend after raising both = %v, want nil", err)
 	}
 	if err := w.store.SetSessionBudget(w.ctx, s.ID, nil, "admin2"); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.store.CheckSpend(w.ctx, s.ID, 0, master.Budget{SessionTokens: 100}); !errors.Is(err, master.ErrBudget) {
-		t.Errorf("CheckSpend back to the default = %v, want the budget", err)
+	if err := check(master.Budget{SessionTokens: 100}); !errors.Is(err, master.ErrBudget) {
+		t.Errorf("HoldSpend back to the default = %v, want the budget", err)
 	}
 	changes, err := w.store.LimitChanges(w.ctx, "g1", 10)
 	if err != nil || len(changes) != 3 || changes[0].What != "team_budget" || changes[0].By != "admin2" ||
@@ -262,5 +260,41 @@ func TestAccessRules(t *testing.T) {
 	changes, err := w.store.LimitChanges(w.ctx, "g1", 10)
 	if err != nil || len(changes) != 3 || changes[0].What != "access_clear" || changes[2].What != "access_allow" {
 		t.Errorf("LimitChanges = %+v, %v; want allow, remove, clear (the no-op not recorded)", changes, err)
+	}
+}
+
+// An author's messages sent at once to several threads cannot pass the
+// rate together: they are counted under a lock per author and guild.
+// (They were counted under each session's lock only, so messages to
+// eight threads at once were all admitted.)
+func TestAdmissionRatePerAuthorUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	var sessions []master.Session
+	for range 8 {
+		sessions = append(sessions, w.startSession())
+	}
+	a := master.Admission{PerMinute: 3, RateLimited: "slow down"}
+	states := make([]master.TurnState, len(sessions))
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		wg.Go(func() {
+			turn, _, err := w.store.RecordTurn(w.ctx, master.Turn{SessionID: s.ID, MessageID: fmt.Sprint(5000 + i), GuildID: "g1",
+				ChannelID: s.ThreadID, AuthorID: "spammer", Content: "m"}, a)
+			if err != nil {
+				t.Error(err)
+			}
+			states[i] = turn.State
+		})
+	}
+	wg.Wait()
+	admitted := 0
+	for _, st := range states {
+		if st == master.TurnQueued {
+			admitted++
+		}
+	}
+	if admitted != 3 {
+		t.Errorf("%d of 8 messages sent at once admitted (%v), want the rate's 3", admitted, states)
 	}
 }

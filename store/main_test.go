@@ -74,7 +74,7 @@ func (w *world) enqueue(session int64, tasks ...master.NewTask) (int64, []int64)
 // claim claims up to n tasks for worker with a 30 s lease.
 func (w *world) claim(worker string, n int) []master.Task {
 	w.t.Helper()
-	tasks, err := w.store.ClaimTasks(w.ctx, worker, n, leaseTime)
+	tasks, err := w.store.ClaimTasks(w.ctx, master.Scope{}, worker, n, leaseTime)
 	if err != nil {
 		w.t.Fatalf("ClaimTasks: %v", err)
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/callonbot/callon/store/storetest"
 )
 
-// wantVersions is every migration the binary embeds: the files in
-// migrations/, counted rather than written down, so that adding one (or
-// renumbering them at a merge) changes no test.
+// wantVersions is every migration the binary embeds: the files of
+// migrations/, numbered 1, 2, 3… (never a number written here, so that
+// branches adding migrations do not collide on it).
 var wantVersions = func() int {
 	files, err := filepath.Glob("migrations/*.sql")
 	if err != nil || len(files) == 0 {

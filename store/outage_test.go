@@ -111,7 +111,7 @@ func TestProbeOutboxPicksAChannelsFirstMessage(t *testing.T) {
 	a := w.startSession()
 	w.reply(a, "ma", "a1", "a2")
 	// Every message of a failed once, the kickoff last; b's kickoff is new.
-	msgs, err := w.store.ClaimOutbox(w.ctx, "p1", 10, time.Minute)
+	msgs, err := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p1", 10, time.Minute)
 	if err != nil || len(msgs) != 3 {
 		t.Fatalf("claimed %d messages (%v), want a's three", len(msgs), err)
 	}
@@ -123,7 +123,7 @@ func TestProbeOutboxPicksAChannelsFirstMessage(t *testing.T) {
 	b := w.startSession()
 	probe := func() string {
 		t.Helper()
-		m, ok, err := w.store.ProbeOutbox(w.ctx, "p1", time.Minute)
+		m, ok, err := w.store.ProbeOutbox(w.ctx, master.Scope{}, "p1", time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func TestShortenWaits(t *testing.T) {
 	w := setup(t)
 	w.startSession()
 	w.startSession()
-	msgs, err := w.store.ClaimOutbox(w.ctx, "p1", 10, time.Minute)
+	msgs, err := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p1", 10, time.Minute)
 	if err != nil || len(msgs) != 2 {
 		t.Fatalf("claimed %d messages (%v), want two kickoffs", len(msgs), err)
 	}
@@ -170,7 +170,7 @@ func TestShortenWaits(t *testing.T) {
 	if old > 0 || recent != time.Minute {
 		t.Errorf("after shortening: the old one waits %s more, the recent one %s after its try; want ≤ 0 and 1m", old, recent)
 	}
-	again, _ := w.store.ClaimOutbox(w.ctx, "p1", 10, time.Minute)
+	again, _ := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p1", 10, time.Minute)
 	if len(again) != 1 || again[0].ID != msgs[0].ID {
 		t.Errorf("claimed %v after shortening, want only the message tried long ago", again)
 	}

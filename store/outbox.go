@@ -13,18 +13,19 @@ import (
 	"github.com/callonbot/callon/master"
 )
 
-// ClaimOutbox leases up to n pending messages to owner, oldest first. Each
-// channel's messages go out in order: a message is claimed only with
-// every earlier pending message of its channel, so none is claimed while
-// an earlier one is leased (here or in another process), waiting for a
-// retry, or being claimed by someone else right now. A claim records that
-// a send may follow (maybe_sent_at); each message returned carries the
-// value from before this claim.
-func (s *Store) ClaimOutbox(ctx context.Context, owner string, n int, lease time.Duration) ([]master.OutMessage, error) {
+// ClaimOutbox leases up to n pending messages of scope's sessions to
+// owner, oldest first. Each channel's messages go out in order: a message
+// is claimed only with every earlier pending message of its channel, so
+// none is claimed while an earlier one is leased (here or in another
+// process), waiting for a retry, or being claimed by someone else right
+// now. A claim records that a send may follow (maybe_sent_at); each
+// message returned carries the value from before this claim.
+func (s *Store) ClaimOutbox(ctx context.Context, scope master.Scope, owner string, n int, lease time.Duration) ([]master.OutMessage, error) {
 	rows, err := s.pool.Query(ctx, `
 		WITH candidate AS (
 			SELECT o.id, o.channel_id FROM outbox o
 			WHERE o.state = 'pending' AND (o.lease_until IS NULL OR o.lease_until < now())
+			  AND `+inScope+`
 			ORDER BY o.id
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED
@@ -33,7 +34,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, owner string, n int, lease time
 			WHERE NOT EXISTS (SELECT 1 FROM outbox e
 			                  WHERE e.channel_id = c.channel_id AND e.state = 'pending' AND e.id < c.id
 			                    AND e.id NOT IN (SELECT id FROM candidate))
-		)`+claimOutbox, n, lease, owner)
+		)`+claimOutbox, n, lease, owner, scope.Of(), scope.Attached)
 	msgs, err := collectOutbox(rows, err)
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
@@ -41,21 +42,22 @@ func (s *Store) ClaimOutbox(ctx context.Context, owner string, n int, lease time
 	return msgs, nil
 }
 
-// ProbeOutbox leases to owner the one message a probe tries while sends
-// fail: the first pending message of its channel (never one behind
-// another), one never tried if there is one, else the one tried least
-// recently, whatever its retry wait. ok is false when there is none (or
-// every channel's first is claimed by someone right now).
-func (s *Store) ProbeOutbox(ctx context.Context, owner string, lease time.Duration) (m master.OutMessage, ok bool, err error) {
+// ProbeOutbox leases to owner the one message of scope's sessions a probe
+// tries while sends fail: the first pending message of its channel (never
+// one behind another), one never tried if there is one, else the one
+// tried least recently, whatever its retry wait. ok is false when there
+// is none (or every channel's first is claimed by someone right now).
+func (s *Store) ProbeOutbox(ctx context.Context, scope master.Scope, owner string, lease time.Duration) (m master.OutMessage, ok bool, err error) {
 	rows, err := s.pool.Query(ctx, `
 		WITH claim AS (
 			SELECT o.id FROM outbox o
 			WHERE o.state = 'pending' AND (o.lease_owner IS NULL OR o.lease_until < now())
+			  AND `+inScope+`
 			  AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.channel_id = o.channel_id AND e.state = 'pending' AND e.id < o.id)
 			ORDER BY o.tried_at NULLS FIRST, o.id
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED
-		)`+claimOutbox, 1, lease, owner)
+		)`+claimOutbox, 1, lease, owner, scope.Of(), scope.Attached)
 	msgs, err := collectOutbox(rows, err)
 	if err != nil || len(msgs) == 0 {
 		if err != nil {
@@ -65,6 +67,10 @@ func (s *Store) ProbeOutbox(ctx context.Context, owner string, lease time.Durati
 	}
 	return msgs[0], true, nil
 }
+
+// inScope is the condition that an outbox row o belongs to a session of
+// the scope in $4 (surface) and $5 (attached to; "" for any).
+const inScope = `EXISTS (SELECT 1 FROM sessions s WHERE s.id = o.session_id AND s.surface = $4 AND ($5 = '' OR s.attached_to = $5))`
 
 // ShortenWaits brings every pending message's retry forward to at most
 // within after its last failed try (to now for those tried longer ago),
@@ -99,7 +105,7 @@ const claimOutbox = `, before AS (
 		FROM before WHERE o.id = before.id
 		RETURNING o.id, coalesce(o.session_id, 0), coalesce(o.turn_id, 0), o.kind, o.channel_id,
 		          coalesce(o.reply_to, ''), coalesce(o.mention, ''), o.content, o.buttons, o.part, o.nonce, o.attempts, o.created_at,
-		          before.maybe_sent_at`
+		          before.maybe_sent_at, coalesce(o.file_name, ''), o.file_data`
 
 // collectOutbox reads the rows of a claim, in id order.
 func collectOutbox(rows pgx.Rows, err error) ([]master.OutMessage, error) {
@@ -111,7 +117,7 @@ func collectOutbox(rows pgx.Rows, err error) ([]master.OutMessage, error) {
 		var maybe *time.Time
 		var buttons []byte
 		err := r.Scan(&m.ID, &m.SessionID, &m.TurnID, &m.Kind, &m.ChannelID, &m.ReplyTo, &m.Mention, &m.Content, &buttons, &m.Part, &m.Nonce,
-			&m.Attempts, &m.CreatedAt, &maybe)
+			&m.Attempts, &m.CreatedAt, &maybe, &m.File.Name, &m.File.Data)
 		if err != nil {
 			return m, err
 		}

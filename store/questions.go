@@ -14,7 +14,7 @@ import (
 // ended need_info: the task is queued again, in the same round, and its
 // worker sees the answer. Tasks that were cancelled because it stopped
 // are queued again too.
-func (s *Store) ResumeTask(ctx context.Context, g master.Guard, taskID int64, answer string, usage master.Usage) error {
+func (s *Store) ResumeTask(ctx context.Context, g master.Guard, taskID int64, answer string) error {
 	answer = master.CleanText(answer)
 	tx, err := s.begin(ctx)
 	if err != nil {
@@ -30,9 +30,6 @@ func (s *Store) ResumeTask(ctx context.Context, g master.Guard, taskID int64, an
 	}
 	if n == 0 {
 		return fmt.Errorf("resume task %d: it does not wait for an answer in this round: %w", taskID, master.ErrStale)
-	}
-	if err := addUsage(ctx, tx, g.SessionID, usage); err != nil {
-		return fmt.Errorf("resume task: %w", err)
 	}
 	if err := notify(ctx, tx, WakeTasks, g.SessionID); err != nil {
 		return fmt.Errorf("resume task: %w", err)

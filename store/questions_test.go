@@ -16,7 +16,7 @@ func (w *world) delegateRound(s master.Session, tasks ...master.NewTask) (master
 		w.t.Fatal(err)
 	}
 	g := master.Guard{SessionID: s.ID, TurnID: turn.ID, Round: 0, Owner: "p1"}
-	ids, err := w.store.Delegate(w.ctx, g, tasks, master.Usage{})
+	ids, err := w.store.Delegate(w.ctx, g, tasks)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestNeedInfoResumesWithItsDependents(t *testing.T) {
 	if got := w.task(ids[0]); got.Question() != "which?" || got.Result != "so far" {
 		t.Fatalf("task = %+v, want the question and the work so far", got)
 	}
-	if err := w.store.ResumeTask(w.ctx, g, ids[0], "this one", master.Usage{}); err != nil {
+	if err := w.store.ResumeTask(w.ctx, g, ids[0], "this one"); err != nil {
 		t.Fatal(err)
 	}
 	resumed, dep := w.task(ids[0]), w.task(ids[1])
@@ -49,7 +49,7 @@ func TestNeedInfoResumesWithItsDependents(t *testing.T) {
 	if dep.State != master.TaskQueued {
 		t.Errorf("dependent is %s, want queued again", dep.State)
 	}
-	if err := w.store.ResumeTask(w.ctx, g, ids[0], "again", master.Usage{}); !errors.Is(err, master.ErrStale) {
+	if err := w.store.ResumeTask(w.ctx, g, ids[0], "again"); !errors.Is(err, master.ErrStale) {
 		t.Errorf("second ResumeTask: %v, want ErrStale", err)
 	}
 	again := w.claim("w2", 5)

@@ -81,7 +81,7 @@ func TestClaimOutboxNeverOvertakesAClaimInProgress(t *testing.T) {
 	if _, err := tx.Exec(w.ctx, `SELECT id FROM outbox WHERE id = $1 FOR UPDATE`, one); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := w.store.ClaimOutbox(w.ctx, "p2", 10, time.Minute)
+	msgs, err := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p2", 10, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,20 +98,20 @@ func TestReleaseOutboxCountsNoAttempt(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	w.startSession()
-	msgs, _ := w.store.ClaimOutbox(w.ctx, "p1", 10, time.Minute)
+	msgs, _ := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p1", 10, time.Minute)
 	if len(msgs) != 1 || !msgs[0].MaybeSentAt.IsZero() {
 		t.Fatalf("claimed %+v, want the kickoff, never tried", msgs)
 	}
 	if err := w.store.ReleaseOutbox(w.ctx, msgs[0]); err != nil {
 		t.Fatal(err)
 	}
-	again, _ := w.store.ClaimOutbox(w.ctx, "p1", 10, time.Minute)
+	again, _ := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p1", 10, time.Minute)
 	if len(again) != 1 || again[0].Attempts != 0 || !again[0].MaybeSentAt.IsZero() {
 		t.Fatalf("after a release: %+v, want attempts 0 and not maybe sent", again)
 	}
 	// This claim lapses without a word (the process died mid-send).
 	w.pool.Exec(w.ctx, `UPDATE outbox SET lease_until = now() - interval '1 second' WHERE id = $1`, again[0].ID)
-	third, _ := w.store.ClaimOutbox(w.ctx, "p2", 10, time.Minute)
+	third, _ := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p2", 10, time.Minute)
 	if len(third) != 1 || third[0].MaybeSentAt.IsZero() {
 		t.Fatalf("after a lapsed claim: %+v, want maybe sent", third)
 	}
@@ -155,7 +155,7 @@ func TestDissolveCancelsAPendingReply(t *testing.T) {
 	if err := w.store.Dissolve(w.ctx, s.ID, "bye", nil); err != nil {
 		t.Fatal(err)
 	}
-	msgs, _ := w.store.ClaimOutbox(w.ctx, "p1", 10, time.Minute)
+	msgs, _ := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p1", 10, time.Minute)
 	for _, m := range msgs {
 		if m.Kind == master.OutReply {
 			t.Errorf("claimed the reply %q of a dissolved team", m.Content)

@@ -134,17 +134,21 @@ func (s *Store) purgeSessions(ctx context.Context, ids []int64, batch int, p *ma
 	return nil
 }
 
-// purgeGuildUsage deletes guilds' usage of the days before cutoff's.
+// purgeGuildUsage deletes guilds' usage of the days before cutoff's: by
+// model (guild_usage) and in all (guild_spend).
 func (s *Store) purgeGuildUsage(ctx context.Context, cutoff time.Time, batch int, p *master.Purged) error {
-	for {
-		tag, err := s.pool.Exec(ctx, `DELETE FROM guild_usage WHERE ctid IN (
-			SELECT ctid FROM guild_usage WHERE day < ($1::timestamptz AT TIME ZONE 'UTC')::date LIMIT $2)`, cutoff, batch)
-		if err != nil {
-			return fmt.Errorf("purge guild usage: %w", err)
-		}
-		p.GuildUsage += int(tag.RowsAffected())
-		if tag.RowsAffected() < int64(batch) {
-			return nil
+	for _, table := range []string{"guild_usage", "guild_spend"} {
+		for {
+			tag, err := s.pool.Exec(ctx, `DELETE FROM `+table+` WHERE ctid IN (
+				SELECT ctid FROM `+table+` WHERE day < ($1::timestamptz AT TIME ZONE 'UTC')::date LIMIT $2)`, cutoff, batch)
+			if err != nil {
+				return fmt.Errorf("purge guild usage: %w", err)
+			}
+			p.GuildUsage += int(tag.RowsAffected())
+			if tag.RowsAffected() < int64(batch) {
+				break
+			}
 		}
 	}
+	return nil
 }

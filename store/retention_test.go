@@ -19,9 +19,7 @@ func (w *world) fill(s master.Session) {
 	w.exec(`INSERT INTO reports (from_session, from_turn, to_channel, summary, delivery) VALUES ($1, $2, 'c-ops', 's', 'posted')`, s.ID, turn)
 	w.exec(`INSERT INTO outbox (session_id, turn_id, kind, channel_id, content, nonce) VALUES ($1, $2, 'reply', 't', 'r', 'n' || $2::bigint)`, s.ID, turn)
 	w.exec(`UPDATE outbox SET state = 'failed' WHERE session_id = $1`, s.ID) // delivered or given up
-	if err := w.store.AddUsage(w.ctx, s.ID, master.Usage{PromptTokens: 3, CompletionTokens: 1, Model: "m"}); err != nil {
-		w.t.Fatal(err)
-	}
+	w.charge(s.ID, master.Usage{PromptTokens: 3, CompletionTokens: 1, Model: "m"})
 }
 
 func (w *world) exec(sql string, args ...any) {

@@ -82,6 +82,11 @@ func scanRoleAnd(row pgx.Row, extra ...any) (master.Role, error) {
 	if err := row.Scan(append([]any{&r.Name, &r.Description, &r.Prompt, &r.Model, &r.Temperature, &maxTokens, &timeout, &r.Tools}, extra...)...); err != nil {
 		return r, err
 	}
+	return fillRole(r, maxTokens, timeout), nil
+}
+
+// fillRole completes a role scanned from roleColumns.
+func fillRole(r master.Role, maxTokens, timeout *int32) master.Role {
 	if len(r.Tools) == 0 {
 		r.Tools = nil
 	}
@@ -91,7 +96,7 @@ func scanRoleAnd(row pgx.Row, extra ...any) (master.Role, error) {
 	if timeout != nil {
 		r.Timeout = time.Duration(*timeout) * time.Millisecond
 	}
-	return r, nil
+	return r
 }
 
 // replaceRoster swaps a session's roster and cancels the queued tasks of
@@ -146,7 +151,7 @@ func replaceRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mas
 
 // ReplanSession replaces an active session's roster, cancelling queued
 // tasks of the roles it drops, and queues notice for its thread.
-func (s *Store) ReplanSession(ctx context.Context, sessionID int64, roster []master.Role, notice string, usage master.Usage) ([]string, error) {
+func (s *Store) ReplanSession(ctx context.Context, sessionID int64, roster []master.Role, notice string) ([]string, error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
@@ -165,9 +170,6 @@ func (s *Store) ReplanSession(ctx context.Context, sessionID int64, roster []mas
 		return nil, fmt.Errorf("replan: %w", err)
 	}
 	if err := queueNotice(ctx, tx, sessionID, master.OutNotice, threadID, notice); err != nil {
-		return nil, fmt.Errorf("replan: %w", err)
-	}
-	if err := addUsage(ctx, tx, sessionID, usage); err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
 	if err := notify(ctx, tx, WakeTasks+WakeOutbox, sessionID); err != nil {

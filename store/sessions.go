@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,20 +17,21 @@ import (
 const sessionColumns = `s.id, s.guild_id, s.channel_id, s.thread_id, s.owner_id, s.goal, s.state,
 	coalesce(s.report_to, ''), coalesce(s.dispatched_by, 0), s.dispatch_depth,
 	coalesce(s.api_key, ''), coalesce(s.callback_url, ''), s.prompt_tokens, s.completion_tokens, s.created_at, s.ended_at,
-	coalesce(s.requested_by_bot, ''), coalesce(s.request_message_id, '')`
+	coalesce(s.requested_by_bot, ''), coalesce(s.request_message_id, ''), s.surface, coalesce(s.attached_to, ''), s.dormant_since`
 
 func scanSession(row pgx.Row, extra ...any) (master.Session, error) {
 	var s master.Session
-	var ended *time.Time
+	var ended, dormant *time.Time
 	err := row.Scan(append([]any{&s.ID, &s.GuildID, &s.ChannelID, &s.ThreadID, &s.OwnerID, &s.Goal, &s.State,
 		&s.ReportTo, &s.DispatchedBy, &s.DispatchDepth, &s.APIKey, &s.CallbackURL, &s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.CreatedAt, &ended,
-		&s.RequestedByBot, &s.RequestMessageID}, extra...)...)
+		&s.RequestedByBot, &s.RequestMessageID, &s.Surface, &s.AttachedTo, &dormant}, extra...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Session{}, master.ErrNotFound
 	}
 	if ended != nil {
 		s.EndedAt = *ended
 	}
+	s.DormantSince = orZero(dormant)
 	return s, err
 }
 
@@ -64,11 +67,12 @@ func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []
 	}
 	created, err := scanSession(tx.QueryRow(ctx, `
 		INSERT INTO sessions AS s (guild_id, channel_id, thread_id, owner_id, goal, report_to, dispatched_by, dispatch_depth, dispatched_turn,
-		                           requested_by_bot, request_message_id, api_key, callback_url)
-		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8, nullif($9, 0), nullif($10, ''), nullif($11, ''), nullif($12, ''), nullif($13, ''))
+		                           requested_by_bot, request_message_id, api_key, callback_url, surface, attached_to)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8, nullif($9, 0), nullif($10, ''), nullif($11, ''), nullif($12, ''), nullif($13, ''),
+		        $14, nullif($15, ''))
 		RETURNING `+sessionColumns,
 		sess.GuildID, sess.ChannelID, sess.ThreadID, sess.OwnerID, sess.Goal, sess.ReportTo, sess.DispatchedBy, sess.DispatchDepth, sess.DispatchedTurn,
-		sess.RequestedByBot, sess.RequestMessageID, sess.APIKey, sess.CallbackURL))
+		sess.RequestedByBot, sess.RequestMessageID, sess.APIKey, sess.CallbackURL, cmp.Or(sess.Surface, master.SurfaceDiscord), sess.AttachedTo))
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "sessions_active_thread_key" {
@@ -158,66 +162,6 @@ func session(ctx context.Context, q querier, id int64) (master.Session, error) {
 	return sess, err
 }
 
-// AddUsage charges tokens to a session.
-func (s *Store) AddUsage(ctx context.Context, sessionID int64, u master.Usage) error {
-	if err := addUsage(ctx, s.pool, sessionID, u); err != nil {
-		return fmt.Errorf("add usage: %w", err)
-	}
-	return nil
-}
-
-// addUsage charges tokens to a session, to its usage by model, and to its
-// guild's usage of the UTC day.
-func addUsage(ctx context.Context, db querier, sessionID int64, u master.Usage) error {
-	if u.Total() == 0 {
-		return nil
-	}
-	_, err := db.Exec(ctx, `
-		WITH s AS (
-			UPDATE sessions SET prompt_tokens = prompt_tokens + $2, completion_tokens = completion_tokens + $3
-			WHERE id = $1 RETURNING guild_id
-		), m AS (
-			INSERT INTO session_usage AS m (session_id, model, prompt_tokens, completion_tokens)
-			SELECT $1, $4, $2, $3 FROM s
-			ON CONFLICT (session_id, model) DO UPDATE
-			SET prompt_tokens = m.prompt_tokens + excluded.prompt_tokens,
-			    completion_tokens = m.completion_tokens + excluded.completion_tokens
-		)
-		INSERT INTO guild_usage AS g (guild_id, day, model, prompt_tokens, completion_tokens)
-		SELECT s.guild_id, `+utcToday+`, $4, $2, $3 FROM s
-		ON CONFLICT (guild_id, day, model) DO UPDATE
-		SET prompt_tokens = g.prompt_tokens + excluded.prompt_tokens,
-		    completion_tokens = g.completion_tokens + excluded.completion_tokens`,
-		sessionID, u.PromptTokens, u.CompletionTokens, u.Model)
-	return err
-}
-
-// usageCTEs are the CTEs charged, by_model and by_guild, which charge
-// the tokens prompt and completion (parameters or expressions) of model
-// to the session and the guild of the one row of from (a CTE with
-// session_id and guild_id), when there are any: as addUsage does, within
-// a larger statement.
-func usageCTEs(from, prompt, completion, model string) string {
-	any := prompt + `::bigint + ` + completion + `::bigint > 0`
-	return `charged AS (
-		UPDATE sessions s SET prompt_tokens = s.prompt_tokens + ` + prompt + `::bigint,
-		       completion_tokens = s.completion_tokens + ` + completion + `::bigint
-		FROM ` + from + ` f WHERE s.id = f.session_id AND ` + any + `
-	), by_model AS (
-		INSERT INTO session_usage AS m (session_id, model, prompt_tokens, completion_tokens)
-		SELECT f.session_id, ` + model + `, ` + prompt + `, ` + completion + ` FROM ` + from + ` f WHERE ` + any + `
-		ON CONFLICT (session_id, model) DO UPDATE
-		SET prompt_tokens = m.prompt_tokens + excluded.prompt_tokens,
-		    completion_tokens = m.completion_tokens + excluded.completion_tokens
-	), by_guild AS (
-		INSERT INTO guild_usage AS d (guild_id, day, model, prompt_tokens, completion_tokens)
-		SELECT f.guild_id, ` + utcToday + `, ` + model + `, ` + prompt + `, ` + completion + ` FROM ` + from + ` f WHERE ` + any + `
-		ON CONFLICT (guild_id, day, model) DO UPDATE
-		SET prompt_tokens = d.prompt_tokens + excluded.prompt_tokens,
-		    completion_tokens = d.completion_tokens + excluded.completion_tokens
-	)`
-}
-
 // ThreadSessions lists the ids of every session a thread has had, oldest
 // first (a thread has at most one active session at a time).
 func (s *Store) ThreadSessions(ctx context.Context, threadID string) ([]int64, error) {
@@ -232,14 +176,14 @@ func (s *Store) ThreadSessions(ctx context.Context, threadID string) ([]int64, e
 	return ids, nil
 }
 
-// CatchUpPoints lists every active session with the id of the latest
-// Discord message of its thread recorded as a turn.
+// CatchUpPoints lists every awake active Discord session with the id of
+// the latest Discord message of its thread recorded as a turn.
 func (s *Store) CatchUpPoints(ctx context.Context) ([]master.CatchUpPoint, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT s.id, s.guild_id, s.channel_id, s.thread_id, s.created_at,
 		       coalesce((SELECT max(u.sort_key) FROM turns u
 		                 WHERE u.session_id = s.id AND u.message_id ~ '^[0-9]+$')::text, '')
-		FROM sessions s WHERE s.state = 'active' ORDER BY s.id`)
+		FROM sessions s WHERE s.state = 'active' AND s.surface = 'discord' AND s.dormant_since IS NULL ORDER BY s.id`)
 	if err != nil {
 		return nil, fmt.Errorf("catch-up points: %w", err)
 	}
@@ -278,12 +222,15 @@ func (s *Store) Notice(ctx context.Context, sessionID int64, text string) error 
 	return tx.Commit(ctx)
 }
 
-// SessionStats counts a session's turns and tasks.
+// SessionStats counts a session's turns and tasks, and reads its tokens.
 func (s *Store) SessionStats(ctx context.Context, sessionID int64) (master.SessionStats, error) {
 	st := master.SessionStats{TasksDone: map[string]int{}}
 	if err := s.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM turns WHERE session_id = $1),
-		(SELECT count(*) FROM tasks WHERE session_id = $1)`, sessionID).Scan(&st.Turns, &st.Tasks); err != nil {
+		(SELECT count(*) FROM tasks WHERE session_id = $1),
+		coalesce((SELECT prompt_tokens FROM sessions WHERE id = $1), 0),
+		coalesce((SELECT completion_tokens FROM sessions WHERE id = $1), 0)`, sessionID).Scan(
+		&st.Turns, &st.Tasks, &st.Usage.PromptTokens, &st.Usage.CompletionTokens); err != nil {
 		return st, fmt.Errorf("session stats: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT role, count(*) FROM tasks WHERE session_id = $1 AND state = 'done' GROUP BY role`, sessionID)
@@ -342,6 +289,17 @@ func (s *Store) TeamView(ctx context.Context, sessionID int64, signals int) (mas
 	if v.Spend, err = sessionSpend(ctx, tx, sessionID); err != nil {
 		return v, err
 	}
+	names := make([]string, len(v.Roster))
+	for i, r := range v.Roster {
+		names[i] = r.Name
+	}
+	if v.Reliability, err = reliability(ctx, tx, master.ReliabilityQuery{Guilds: []string{v.Session.GuildID},
+		Channel: v.Session.ChannelID, Roles: names, Since: time.Now().Add(-master.ReliabilityWindow)}); err != nil {
+		return v, fmt.Errorf("team view: %w", err)
+	}
+	slices.SortStableFunc(v.Reliability, func(a, b master.Reliability) int { // roster order
+		return slices.Index(names, a.Role) - slices.Index(names, b.Role)
+	})
 	rows, err := tx.Query(ctx, `SELECT s.id, s.session_id, coalesce(s.task_id, 0), s.kind, s.payload, s.created_at,
 		       coalesce(t.role, '')
 		FROM (SELECT * FROM signals WHERE session_id = $1 ORDER BY id DESC LIMIT $2) s
@@ -366,16 +324,29 @@ func (s *Store) TeamView(ctx context.Context, sessionID int64, signals int) (mas
 func checkCaps(ctx context.Context, q querier, guildID, ownerID string, caps master.SessionCaps) error {
 	var guild, owner int
 	if err := q.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE owner_id = $2)
-		FROM sessions WHERE guild_id = $1 AND state = 'active'`, guildID, ownerID).Scan(&guild, &owner); err != nil {
+		FROM sessions WHERE guild_id = $1 AND state = 'active' AND dormant_since IS NULL`, guildID, ownerID).Scan(&guild, &owner); err != nil {
 		return fmt.Errorf("count active sessions: %w", err)
 	}
+	var capped *master.CapError
 	switch {
 	case caps.PerGuild > 0 && guild >= caps.PerGuild:
-		return &master.CapError{Limit: caps.PerGuild}
+		capped = &master.CapError{Limit: caps.PerGuild}
 	case caps.PerUser > 0 && owner >= caps.PerUser:
-		return &master.CapError{PerUser: true, Limit: caps.PerUser}
+		capped = &master.CapError{PerUser: true, Limit: caps.PerUser}
+	default:
+		return nil
 	}
-	return nil
+	// The refusal names the owner's oldest teams, to end or let sleep.
+	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM sessions s
+		WHERE s.guild_id = $1 AND s.owner_id = $2 AND s.state = 'active' AND s.dormant_since IS NULL
+		ORDER BY s.created_at, s.id LIMIT 3`, guildID, ownerID)
+	if err != nil {
+		return fmt.Errorf("oldest active sessions: %w", err)
+	}
+	if capped.Oldest, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Session, error) { return scanSession(r) }); err != nil {
+		return fmt.Errorf("oldest active sessions: %w", err)
+	}
+	return capped
 }
 
 // CheckCaps returns a *master.CapError when a new session of ownerID in
@@ -385,10 +356,11 @@ func (s *Store) CheckCaps(ctx context.Context, guildID, ownerID string, caps mas
 	return checkCaps(ctx, s.pool, guildID, ownerID, caps)
 }
 
-// ActiveSessions counts a guild's active sessions.
+// ActiveSessions counts a guild's active sessions that are awake (a
+// dormant team counts against no cap).
 func (s *Store) ActiveSessions(ctx context.Context, guildID string) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE guild_id = $1 AND state = 'active'`, guildID).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE guild_id = $1 AND state = 'active' AND dormant_since IS NULL`, guildID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("active sessions: %w", err)
 	}
 	return n, nil

@@ -11,19 +11,20 @@ import (
 	"github.com/callonbot/callon/master"
 )
 
-// ActiveTurns lists the turns the presenter shows: running ones, and ended
-// ones whose status message is not settled yet, with their tasks, each
-// running task's latest progress and the tool call it is making (or
-// waits to make), and when the reply went out.
-func (s *Store) ActiveTurns(ctx context.Context) ([]master.TurnStatus, error) {
+// ActiveTurns lists the turns of scope's sessions the presenter shows:
+// running ones, and ended ones whose status message is not settled yet,
+// with their tasks, each running task's latest progress and the tool
+// call it is making (or waits to make), and when the reply went out.
+func (s *Store) ActiveTurns(ctx context.Context, scope master.Scope) ([]master.TurnStatus, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+turnColumns+`, s.thread_id,
 		       (SELECT o.sent_at FROM outbox o WHERE o.turn_id = u.id AND o.part = 0
 		          AND o.kind IN ('reply', 'question') ORDER BY o.id DESC LIMIT 1)
 		FROM turns u JOIN sessions s ON s.id = u.session_id
-		WHERE u.state = 'running' OR (u.status_message_id IS NOT NULL AND u.status_settled_at IS NULL)
+		WHERE (u.state = 'running' OR (u.status_message_id IS NOT NULL AND u.status_settled_at IS NULL))
+		  AND s.surface = $1 AND ($2 = '' OR s.attached_to = $2)
 		ORDER BY u.id
-		LIMIT 500`)
+		LIMIT 500`, scope.Of(), scope.Attached)
 	if err != nil {
 		return nil, fmt.Errorf("active turns: %w", err)
 	}

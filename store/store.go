@@ -30,6 +30,7 @@ type Store struct {
 	webhooks    atomic.Bool  // see EnableWebhooks
 	maxAttempts atomic.Int32 // see SetMaxAttempts
 	wakes       localWakes   // this process's own wakes, delivered at commit
+	holdSweep   atomic.Int64 // when SweepExpired last looked for expired holds (Unix ns)
 }
 
 // pingTimeout bounds the connectivity check in Open.

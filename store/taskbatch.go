@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -72,17 +73,14 @@ func (s *Store) CompleteTasks(ctx context.Context, cs []master.Completion) []err
 // attempt.
 func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx []int) (map[int64]bool, error) {
 	type row struct {
-		ID         int64           `json:"id"`
-		Attempt    int             `json:"attempt"`
-		State      string          `json:"state"`
-		Result     string          `json:"result"`
-		Error      string          `json:"error"`
-		Question   string          `json:"question"`
-		Prompt     int64           `json:"pt"`
-		Completion int64           `json:"ct"`
-		Model      string          `json:"model"`
-		Kind       string          `json:"kind"`
-		Payload    json.RawMessage `json:"payload"`
+		ID       int64           `json:"id"`
+		Attempt  int             `json:"attempt"`
+		State    string          `json:"state"`
+		Result   string          `json:"result"`
+		Error    string          `json:"error"`
+		Question string          `json:"question"`
+		Kind     string          `json:"kind"`
+		Payload  json.RawMessage `json:"payload"`
 	}
 	rows := make([]row, 0, len(idx))
 	for _, i := range idx {
@@ -93,7 +91,6 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 		}
 		rows = append(rows, row{ID: c.Task.ID, Attempt: c.Task.Attempt, State: string(c.Outcome.State),
 			Result: c.Outcome.Result, Error: c.Outcome.Error, Question: c.Outcome.Question,
-			Prompt: c.Outcome.Usage.PromptTokens, Completion: c.Outcome.Usage.CompletionTokens, Model: c.Outcome.Usage.Model,
 			Kind: string(kind), Payload: payload})
 	}
 	input, err := marshalJSON(rows)
@@ -107,13 +104,11 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 	}
 	defer rollback(ctx, tx)
 	// Rows are locked in id order, so that two batches (or a batch and a
-	// lease extension, which skips locked rows anyway) never deadlock. The
-	// usage of the outcomes written is charged in the same statement, by
-	// session and model, sessions locked in id order.
+	// lease extension, which skips locked rows anyway) never deadlock.
 	res, err := tx.Query(ctx, `
 		WITH input AS (
 			SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt int, state text, result text,
-				error text, question text, pt bigint, ct bigint, model text, kind text, payload jsonb)
+				error text, question text, kind text, payload jsonb)
 		), locked AS (
 			SELECT t.id FROM tasks t JOIN input i ON i.id = t.id
 			WHERE t.state = 'running' AND t.attempt = i.attempt
@@ -125,56 +120,34 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 			    qa = CASE WHEN i.state = 'need_info'
 			              THEN t.qa || jsonb_build_array(jsonb_build_object('q', i.question, 'a', ''))
 			              ELSE t.qa END,
-			    prompt_tokens = t.prompt_tokens + i.pt, completion_tokens = t.completion_tokens + i.ct,
 			    lease_until = NULL, ended_at = now(), updated_at = now()
 			FROM locked l JOIN input i ON i.id = l.id
 			WHERE t.id = l.id AND t.state = 'running' AND t.attempt = i.attempt
-			RETURNING t.id, t.session_id, i.kind, i.payload
+			RETURNING t.id, t.session_id, t.turn_id, t.round, i.kind, i.payload
 		), signalled AS (
 			INSERT INTO signals (session_id, task_id, kind, payload)
 			SELECT e.session_id, e.id, e.kind, e.payload FROM ended e ORDER BY e.id
-		), used AS (
-			SELECT e.session_id, i.model, sum(i.pt)::bigint AS pt, sum(i.ct)::bigint AS ct
-			FROM ended e JOIN input i ON i.id = e.id
-			GROUP BY e.session_id, i.model HAVING sum(i.pt + i.ct) > 0
-		), payers AS (
-			SELECT s.id, s.guild_id FROM sessions s WHERE s.id IN (SELECT session_id FROM used)
-			ORDER BY s.id FOR UPDATE OF s
-		), charged AS (
-			UPDATE sessions s SET prompt_tokens = s.prompt_tokens + u.pt, completion_tokens = s.completion_tokens + u.ct
-			FROM (SELECT session_id, sum(pt)::bigint AS pt, sum(ct)::bigint AS ct FROM used GROUP BY session_id) u
-			JOIN payers p ON p.id = u.session_id
-			WHERE s.id = u.session_id
-		), by_model AS (
-			INSERT INTO session_usage AS m (session_id, model, prompt_tokens, completion_tokens)
-			SELECT session_id, model, pt, ct FROM used
-			ON CONFLICT (session_id, model) DO UPDATE
-			SET prompt_tokens = m.prompt_tokens + excluded.prompt_tokens,
-			    completion_tokens = m.completion_tokens + excluded.completion_tokens
-		), by_guild AS (
-			INSERT INTO guild_usage AS d (guild_id, day, model, prompt_tokens, completion_tokens)
-			SELECT p.guild_id, `+utcToday+`, u.model, sum(u.pt), sum(u.ct)
-			FROM used u JOIN payers p ON p.id = u.session_id
-			GROUP BY p.guild_id, u.model
-			ON CONFLICT (guild_id, day, model) DO UPDATE
-			SET prompt_tokens = d.prompt_tokens + excluded.prompt_tokens,
-			    completion_tokens = d.completion_tokens + excluded.completion_tokens
 		)
-		SELECT id, session_id,
-		       -- Workers need waking only for tasks that waited on these.
-		       EXISTS (SELECT 1 FROM tasks d WHERE d.state = 'queued' AND d.depends_on && ARRAY(SELECT id FROM ended))
-		FROM ended`, input)
+		SELECT e.id, e.session_id,
+		       -- Workers need waking only for tasks that waited on these,
+		       EXISTS (SELECT 1 FROM tasks d WHERE d.state = 'queued' AND d.depends_on && ARRAY(SELECT id FROM ended)),
+		       -- and the master only once its round has ended.
+		       NOT EXISTS (SELECT 1 FROM tasks x WHERE x.turn_id = e.turn_id AND x.round = e.round
+		                   AND x.state IN ('queued', 'running', 'approval') AND x.id NOT IN (SELECT id FROM ended))
+		FROM ended e`, input)
 	if err != nil {
 		return nil, fmt.Errorf("complete tasks: %w", err)
 	}
 	written := make(map[int64]bool, len(idx))
-	session := make(map[int64]int64, len(idx))
-	var sessions []int64
+	var sessions, ended []int64 // every session touched; those whose round ended
 	var id, sid int64
-	var unblocked bool
-	if _, err := pgx.ForEachRow(res, []any{&id, &sid, &unblocked}, func() error {
-		written[id], session[id] = true, sid
+	var unblocked, roundEnded bool
+	if _, err := pgx.ForEachRow(res, []any{&id, &sid, &unblocked, &roundEnded}, func() error {
+		written[id] = true
 		sessions = append(sessions, sid)
+		if roundEnded {
+			ended = append(ended, sid)
+		}
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("complete tasks: %w", err)
@@ -197,11 +170,25 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 			return nil, fmt.Errorf("complete tasks: %w", err)
 		}
 	}
-	kinds := WakeMaster
-	if unblocked {
-		kinds += WakeTasks
+	// The master is woken once its round has ended (a task cancelled
+	// below may end it too: then every session is woken); the workers
+	// when a task waited on these.
+	master, other := ended, sessions
+	if len(roots) > 0 {
+		master = sessions
 	}
-	if err := notifyEach(ctx, tx, kinds, sessions); err != nil {
+	var kinds Kinds
+	if unblocked {
+		kinds = WakeTasks
+	}
+	if err := notifyEach(ctx, tx, WakeMaster+kinds, master); err != nil {
+		return nil, fmt.Errorf("complete tasks: %w", err)
+	}
+	if kinds == "" {
+		other = nil
+	}
+	other = slices.DeleteFunc(slices.Clone(other), func(id int64) bool { return slices.Contains(master, id) })
+	if err := notifyEach(ctx, tx, kinds, other); err != nil {
 		return nil, fmt.Errorf("complete tasks: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -49,22 +50,18 @@ func completeTask(ctx context.Context, tx pgx.Tx, taskID int64, attempt int, out
 	row := tx.QueryRow(ctx, `
 		UPDATE tasks t
 		SET state = $3, result = nullif($4, ''), error = nullif($5, ''),
-		    qa = CASE WHEN $3 = 'need_info' THEN t.qa || jsonb_build_array(jsonb_build_object('q', $8::text, 'a', ''))
+		    qa = CASE WHEN $3 = 'need_info' THEN t.qa || jsonb_build_array(jsonb_build_object('q', $6::text, 'a', ''))
 		              ELSE t.qa END,
-		    prompt_tokens = t.prompt_tokens + $6, completion_tokens = t.completion_tokens + $7,
 		    lease_until = NULL, ended_at = now(), updated_at = now()
 		WHERE t.id = $1 AND t.state = 'running' AND t.attempt = $2
 		RETURNING `+taskColumns,
-		taskID, attempt, out.State, out.Result, out.Error, out.Usage.PromptTokens, out.Usage.CompletionTokens, out.Question)
+		taskID, attempt, out.State, out.Result, out.Error, out.Question)
 	t, err := scanTask(row)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Task{}, fmt.Errorf("attempt %d: %w", attempt, master.ErrStale)
 	}
 	if err != nil {
 		return master.Task{}, err
-	}
-	if err := addUsage(ctx, tx, t.SessionID, out.Usage); err != nil {
-		return master.Task{}, fmt.Errorf("add usage: %w", err)
 	}
 	kind, payload, err := outcomeSignal(out)
 	if err != nil {
@@ -203,16 +200,20 @@ func cancelDependents(ctx context.Context, tx pgx.Tx, roots []int64) ([]int64, e
 // session touched. With nothing to take back, as mostly, it is one
 // statement that only reads.
 func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err error) {
-	var work bool
-	if err := s.pool.QueryRow(ctx, `
-		SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'running' AND lease_until < now())
-		    OR EXISTS (SELECT 1 FROM approvals WHERE state = 'pending' AND expires_at < now())
-		    OR EXISTS (SELECT 1 FROM processes WHERE lost_at IS NOT NULL OR pg_try_advisory_xact_lock($1, lock_key))`,
-		processLockClass).Scan(&work); err != nil {
-		return 0, 0, fmt.Errorf("sweep expired: %w", err)
-	}
-	if !work {
-		return 0, 0, nil
+	// Expired holds are looked for at most every holdSweepEvery: then the
+	// sweep runs whatever the probe would say.
+	if time.Since(time.Unix(0, s.holdSweep.Load())) < holdSweepEvery {
+		var work bool
+		if err := s.pool.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'running' AND lease_until < now())
+			    OR EXISTS (SELECT 1 FROM approvals WHERE state = 'pending' AND expires_at < now())
+			    OR EXISTS (SELECT 1 FROM processes WHERE lost_at IS NOT NULL OR pg_try_advisory_xact_lock($1, lock_key))`,
+			processLockClass).Scan(&work); err != nil {
+			return 0, 0, fmt.Errorf("sweep expired: %w", err)
+		}
+		if !work {
+			return 0, 0, nil
+		}
 	}
 	tx, err := s.begin(ctx)
 	if err != nil {
@@ -227,6 +228,19 @@ func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err err
 	if err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
+	// The holds of model calls whose process died are settled at once;
+	// expired ones (a process alive but cut off) at most every minute.
+	last := s.holdSweep.Load()
+	holds := len(dead) > 0 || time.Since(time.Unix(0, last)) >= holdSweepEvery
+	if holds {
+		n, err := settleLost(ctx, tx, dead)
+		if err != nil {
+			return 0, 0, fmt.Errorf("sweep expired: %w", err)
+		}
+		if n > 0 {
+			s.logger.Info("settled the holds of model calls lost, at their worst case", "holds", n)
+		}
+	}
 	// A request for approval nobody decided in time counts as denied:
 	// its task runs again and reads so.
 	resumed, err := expireApprovals(ctx, tx, s.attempts())
@@ -240,6 +254,9 @@ func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
+	}
+	if holds {
+		s.holdSweep.CompareAndSwap(last, time.Now().UnixNano())
 	}
 	return requeued, failed, nil
 }

@@ -48,7 +48,7 @@ type endCounter struct {
 }
 
 func (*endCounter) ToolCalled(string, string, string) {}
-func (e *endCounter) TaskEnded(master.TaskState, time.Duration) {
+func (e *endCounter) TaskEnded(string, master.TaskState, time.Duration) {
 	if e.n.Add(1) == e.want {
 		close(e.done)
 	}
@@ -62,8 +62,8 @@ type claimClock struct {
 	claimed map[int64]time.Time
 }
 
-func (c *claimClock) ClaimTasks(ctx context.Context, workerID string, n int, lease time.Duration) ([]master.Task, error) {
-	tasks, err := c.Store.ClaimTasks(ctx, workerID, n, lease)
+func (c *claimClock) ClaimTasks(ctx context.Context, scope master.Scope, workerID string, n int, lease time.Duration) ([]master.Task, error) {
+	tasks, err := c.Store.ClaimTasks(ctx, scope, workerID, n, lease)
 	now := time.Now()
 	c.mu.Lock()
 	for _, t := range tasks {

@@ -153,23 +153,23 @@ func batchJSON(tasks []master.NewTask) ([]byte, error) {
 }
 
 // ClaimTasks leases up to n claimable tasks to workerID for lease, oldest
-// first: queued, in an active session, every dependency done. Claimers
+// first: queued, in an active session of scope, every dependency done. Claimers
 // skip each other's rows, so concurrent claims never share a task. Each
 // claimed task gets an ACK signal.
-func (s *Store) ClaimTasks(ctx context.Context, workerID string, n int, lease time.Duration) ([]master.Task, error) {
+func (s *Store) ClaimTasks(ctx context.Context, scope master.Scope, workerID string, n int, lease time.Duration) ([]master.Task, error) {
 	if n <= 0 || lease <= 0 || workerID == "" {
 		return nil, fmt.Errorf("claim tasks: need a worker id, n > 0 and lease > 0 (got %q, %d, %s)", workerID, n, lease)
 	}
 	// One statement, committed on its own (durably: a claim lost in a
 	// crash would let its attempt number be issued twice).
-	tasks, err := claimTasks(ctx, s.pool, workerID, n, lease)
+	tasks, err := claimTasks(ctx, s.pool, scope, workerID, n, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim tasks: %w", err)
 	}
 	return tasks, nil
 }
 
-func claimTasks(ctx context.Context, tx querier, workerID string, n int, lease time.Duration) ([]master.Task, error) {
+func claimTasks(ctx context.Context, tx querier, scope master.Scope, workerID string, n int, lease time.Duration) ([]master.Task, error) {
 	rows, err := tx.Query(ctx, `
 		WITH picked AS (
 			-- Walks the claimable index in id order and stops at the limit:
@@ -178,7 +178,8 @@ func claimTasks(ctx context.Context, tx querier, workerID string, n int, lease t
 			SELECT t.id
 			FROM tasks t
 			WHERE t.state = 'queued'
-			  AND (SELECT s.state FROM sessions s WHERE s.id = t.session_id) = 'active'
+			  AND (SELECT s.state = 'active' AND s.surface = $4 AND ($5 = '' OR s.attached_to = $5)
+			       FROM sessions s WHERE s.id = t.session_id)
 			  AND (t.depends_on = '{}' OR NOT EXISTS (
 				SELECT 1 FROM tasks d WHERE d.id = ANY (t.depends_on) AND d.state <> 'done'))
 			ORDER BY t.id
@@ -201,18 +202,14 @@ func claimTasks(ctx context.Context, tx querier, workerID string, n int, lease t
 		-- gets its input with the claim (as TaskInput reads it).
 		SELECT `+taskColumns+`, i.input
 		FROM claimed t LEFT JOIN LATERAL (
-			SELECT json_build_object('role', row_to_json(r), 'goal', s.goal,
+			SELECT json_build_object('role', row_to_json(r), 'goal', s.goal, 'guild_id', s.guild_id,
 			       'team', coalesce((SELECT json_agg(json_build_array(o.name, o.description) ORDER BY o.position, o.name)
-			                         FROM session_roles o WHERE o.session_id = s.id AND o.name <> t.role), '[]'),
-			       'used', s.prompt_tokens + s.completion_tokens, 'budget', s.token_budget,
-			       'guild_used', coalesce((SELECT sum(g.prompt_tokens + g.completion_tokens) FROM guild_usage g
-			                               WHERE g.guild_id = s.guild_id AND g.day = `+utcToday+`), 0),
-			       'guild_budget', (SELECT l.daily_tokens FROM guild_limits l WHERE l.guild_id = s.guild_id)) AS input
+			                         FROM session_roles o WHERE o.session_id = s.id AND o.name <> t.role), '[]')) AS input
 			FROM sessions s JOIN session_roles r ON r.session_id = s.id AND r.name = t.role
 			WHERE s.id = t.session_id AND t.attempt = 1 AND t.depends_on = '{}' AND t.attachment_ids = '{}'
 		) i ON true
 		ORDER BY t.id`,
-		workerID, n, lease.Microseconds())
+		workerID, n, lease.Microseconds(), scope.Of(), scope.Attached)
 	if err != nil {
 		return nil, err
 	}
@@ -240,17 +237,14 @@ func claimedInput(data []byte) (*master.TaskInput, error) {
 			TimeoutMS   *int64   `json:"timeout_ms"`
 			Tools       []string `json:"tools"`
 		} `json:"role"`
-		Goal        string      `json:"goal"`
-		Team        [][2]string `json:"team"`
-		Used        int64       `json:"used"`
-		Budget      *int64      `json:"budget"`
-		GuildUsed   int64       `json:"guild_used"`
-		GuildBudget *int64      `json:"guild_budget"`
+		Goal    string      `json:"goal"`
+		GuildID string      `json:"guild_id"`
+		Team    [][2]string `json:"team"`
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, fmt.Errorf("task input: %w", err)
 	}
-	in := &master.TaskInput{Goal: v.Goal, Spend: &master.Spend{Used: v.Used, Budget: v.Budget, GuildUsed: v.GuildUsed, GuildBudget: v.GuildBudget}}
+	in := &master.TaskInput{Goal: v.Goal, GuildID: v.GuildID}
 	r := v.Role
 	in.Role = master.Role{Name: r.Name, Description: r.Description, Prompt: r.Prompt, Model: r.Model, Temperature: r.Temperature, Tools: r.Tools}
 	if len(in.Role.Tools) == 0 {
@@ -354,12 +348,10 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput, error) {
 	var in master.TaskInput
 	b := &pgx.Batch{}
-	// The role, the goal, the other roles and the session's spending, in
-	// one statement.
-	b.Queue(`SELECT r.`+strings.ReplaceAll(roleColumns, ", ", ", r.")+`, s.goal,
+	// The role, the goal and guild, and the other roles, in one statement.
+	b.Queue(`SELECT r.`+strings.ReplaceAll(roleColumns, ", ", ", r.")+`, s.goal, s.guild_id,
 		       coalesce((SELECT json_agg(json_build_array(o.name, o.description) ORDER BY o.position, o.name)
-		                 FROM session_roles o WHERE o.session_id = s.id AND o.name <> $2), '[]'),
-		       s.prompt_tokens + s.completion_tokens, `+spendColumns+`
+		                 FROM session_roles o WHERE o.session_id = s.id AND o.name <> $2), '[]')
 		FROM sessions s JOIN session_roles r ON r.session_id = s.id AND r.name = $2
 		WHERE s.id = $1`, t.SessionID, t.Role)
 	if len(t.DependsOn) > 0 {
@@ -376,15 +368,14 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	var team [][2]string
-	sp := &master.Spend{}
-	role, err := scanRoleAnd(br.QueryRow(), &in.Goal, &team, &sp.Used, &sp.Budget, &sp.GuildUsed, &sp.GuildBudget)
+	role, err := scanRoleAnd(br.QueryRow(), &in.Goal, &in.GuildID, &team)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return in, fmt.Errorf("task input: role %q is not on the team: %w", t.Role, master.ErrNotFound)
 	}
 	if err != nil {
 		return in, fmt.Errorf("task input: role: %w", err)
 	}
-	in.Role, in.Spend = role, sp
+	in.Role = role
 	for _, r := range team {
 		in.Team = append(in.Team, master.Role{Name: r[0], Description: r[1]})
 	}

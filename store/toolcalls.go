@@ -208,13 +208,15 @@ func activeCalls(ctx context.Context, q querier, tasks []master.Task) (map[int64
 
 // PauseForApproval pauses a running task until a person decides on its
 // call seq: the task waits in state approval (no lease: the sweeper
-// leaves it alone, and its round waits for it), its usage so far is
-// counted, and, in the same transaction, the request is recorded to
-// expire after timeout, a NEED_APPROVAL signal is written, and the
-// message with the Approve and Deny buttons is queued for the thread. A
+// leaves it alone, and its round waits for it; its model calls were
+// charged as each returned), and, in the same transaction, the request is
+// recorded (with the call's arguments in full and the Discord roles of
+// its approvers, if any) to expire after timeout, a NEED_APPROVAL signal
+// is written, and the message with the Approve and Deny buttons is queued
+// for the thread. A
 // request already made for the call is not made again. It returns the
 // request's id.
-func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, usage master.Usage) (int64, error) {
+func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, approvers []string) (int64, error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("pause for approval: %w", err)
@@ -223,30 +225,27 @@ func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq
 	var sessionID int64
 	var role string
 	err = tx.QueryRow(ctx, `
-		UPDATE tasks SET state = 'approval', worker_id = NULL, lease_until = NULL, updated_at = now(),
-		       prompt_tokens = prompt_tokens + $3, completion_tokens = completion_tokens + $4
+		UPDATE tasks SET state = 'approval', worker_id = NULL, lease_until = NULL, updated_at = now()
 		WHERE id = $1 AND state = 'running' AND attempt = $2
-		RETURNING session_id, role`, taskID, attempt, usage.PromptTokens, usage.CompletionTokens).Scan(&sessionID, &role)
+		RETURNING session_id, role`, taskID, attempt).Scan(&sessionID, &role)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("pause for approval: task %d attempt %d: %w", taskID, attempt, master.ErrStale)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("pause for approval: %w", err)
 	}
-	if err := addUsage(ctx, tx, sessionID, usage); err != nil {
-		return 0, fmt.Errorf("pause for approval: %w", err)
-	}
-	a := master.Approval{SessionID: sessionID, TaskID: taskID, Seq: seq, Role: role, State: master.ApprovalPending}
+	a := master.Approval{SessionID: sessionID, TaskID: taskID, Seq: seq, Role: role, State: master.ApprovalPending,
+		Approvers: append([]string{}, approvers...)}
 	if err := tx.QueryRow(ctx, `SELECT name, arguments FROM tool_calls WHERE task_id = $1 AND seq = $2 AND state = 'planned'`,
 		taskID, seq).Scan(&a.Tool, &a.Args); err != nil {
 		return 0, fmt.Errorf("pause for approval: call %d: %w", seq, err)
 	}
-	a.Args = master.ShortArgs(a.Args, maxApprovalArgs)
+	a.Args = master.CleanText(a.Args)
 	err = tx.QueryRow(ctx, `
-		INSERT INTO approvals (session_id, task_id, seq, role, tool, arguments, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, now() + $7 * interval '1 microsecond')
+		INSERT INTO approvals (session_id, task_id, seq, role, tool, arguments, expires_at, approvers)
+		VALUES ($1, $2, $3, $4, $5, $6, now() + $7 * interval '1 microsecond', $8)
 		ON CONFLICT (task_id, seq) DO NOTHING
-		RETURNING id, expires_at`, sessionID, taskID, seq, role, a.Tool, a.Args, timeout.Microseconds()).Scan(&a.ID, &a.ExpiresAt)
+		RETURNING id, expires_at`, sessionID, taskID, seq, role, a.Tool, a.Args, timeout.Microseconds(), a.Approvers).Scan(&a.ID, &a.ExpiresAt)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		// Asked already (this call paused its task before): wait for
@@ -274,21 +273,25 @@ func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq
 	return a.ID, nil
 }
 
-// maxApprovalArgs bounds a call's arguments as an approval shows them.
-const maxApprovalArgs = 600
-
-// askApproval queues a new request's message, with its buttons, for the
+// askApproval queues a new request's message, with its buttons (and the
+// call's arguments as a file when they do not fit in it), for the
 // session's thread, and writes its NEED_APPROVAL signal.
 func askApproval(ctx context.Context, tx pgx.Tx, a master.Approval) error {
 	buttons, err := marshalJSON(master.ApprovalButtons(a.ID))
 	if err != nil {
 		return err
 	}
+	var fileName *string
+	_, file := master.ApprovalArgs(a.Args)
+	if file != nil {
+		name := master.ArgsFileName
+		fileName = &name
+	}
 	var outboxID int64
 	if err := tx.QueryRow(ctx, `
-		INSERT INTO outbox (session_id, kind, channel_id, content, buttons, nonce)
-		SELECT s.id, 'approval', s.thread_id, $2, $3, 'ap' || $4::bigint FROM sessions s WHERE s.id = $1
-		RETURNING id`, a.SessionID, master.CleanText(master.ApprovalText(a)), buttons, a.ID).Scan(&outboxID); err != nil {
+		INSERT INTO outbox (session_id, kind, channel_id, content, buttons, nonce, file_name, file_data)
+		SELECT s.id, 'approval', s.thread_id, $2, $3, 'ap' || $4::bigint, $5, $6 FROM sessions s WHERE s.id = $1
+		RETURNING id`, a.SessionID, master.CleanText(master.ApprovalText(a)), buttons, a.ID, fileName, file).Scan(&outboxID); err != nil {
 		return fmt.Errorf("queue the request: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `UPDATE approvals SET outbox_id = $2 WHERE id = $1`, a.ID, outboxID); err != nil {

@@ -99,7 +99,7 @@ func TestToolCallsAreRecordedAndGuarded(t *testing.T) {
 func (w *world) pauseForApproval(tk master.Task, timeout time.Duration) int64 {
 	w.t.Helper()
 	recs := w.plan(tk, 0, planned("c1", "fs__write", `{"path":"/data/x","text":"@everyone hi"}`))
-	id, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, recs[0].Seq, timeout, master.Usage{PromptTokens: 10, CompletionTokens: 5})
+	id, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, recs[0].Seq, timeout, nil)
 	if err != nil {
 		w.t.Fatalf("PauseForApproval: %v", err)
 	}
@@ -118,9 +118,8 @@ func TestApprovalPausesAndResumesTheTask(t *testing.T) {
 	id := w.pauseForApproval(tk, time.Hour)
 
 	paused := w.task(tk.ID)
-	if paused.State != master.TaskApproval || paused.WorkerID != "" || !paused.LeaseUntil.IsZero() || !paused.EndedAt.IsZero() ||
-		paused.Usage.Total() != 15 {
-		t.Fatalf("paused task = %+v, want state approval, no lease, open, its usage counted", paused)
+	if paused.State != master.TaskApproval || paused.WorkerID != "" || !paused.LeaseUntil.IsZero() || !paused.EndedAt.IsZero() {
+		t.Fatalf("paused task = %+v, want state approval, no lease, open", paused)
 	}
 	if _, _, err := w.store.SweepExpired(w.ctx); err != nil {
 		t.Fatal(err)
@@ -131,7 +130,7 @@ func TestApprovalPausesAndResumesTheTask(t *testing.T) {
 	if _, err := w.pool.Exec(w.ctx, `UPDATE turns SET round = 1 WHERE id = $1`, paused.TurnID); err != nil {
 		t.Fatal(err)
 	}
-	if pending, err := w.store.PendingSessions(w.ctx, "m"); err != nil || len(pending) != 0 {
+	if pending, err := w.store.PendingSessions(w.ctx, master.Scope{}, "m"); err != nil || len(pending) != 0 {
 		t.Errorf("PendingSessions = %v, %v: the round must wait for the paused task", pending, err)
 	}
 	var content, buttons, kind string
@@ -139,12 +138,12 @@ func TestApprovalPausesAndResumesTheTask(t *testing.T) {
 		WHERE a.id = $1`, id).Scan(&content, &buttons, &kind); err != nil {
 		t.Fatal(err)
 	}
-	if kind != "approval" || !strings.Contains(content, "**engineer** asks to call **fs.write**") || !strings.Contains(buttons, "approve:") ||
+	if kind != "approval" || !strings.Contains(content, "**engineer** asks to call `fs.write`") || !strings.Contains(buttons, "approve:") ||
 		!strings.Contains(buttons, "deny:") {
 		t.Errorf("request message %s %q with buttons %s, want the role, the tool and Approve and Deny", kind, content, buttons)
 	}
-	if !strings.Contains(content, "`{\"path\":\"/data/x\",\"text\":\"@everyone hi\"}`") {
-		t.Errorf("the arguments are not shown in a code span: %q", content)
+	if !strings.Contains(content, "```json\n{\n  \"path\": \"/data/x\",\n  \"text\": \"@everyone hi\"\n}\n```") {
+		t.Errorf("the arguments are not shown in full, in a code block: %q", content)
 	}
 	var need int
 	for _, s := range w.signals(session) {
@@ -161,7 +160,7 @@ func TestApprovalPausesAndResumesTheTask(t *testing.T) {
 	if _, err := w.pool.Exec(w.ctx, `UPDATE tasks SET state = 'running', worker_id = 'w1', lease_until = now() + interval '1 minute' WHERE id = $1`, tk.ID); err != nil {
 		t.Fatal(err)
 	}
-	again, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, 0, time.Hour, master.Usage{})
+	again, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, 0, time.Hour, nil)
 	if err != nil || again != id {
 		t.Errorf("PauseForApproval again = %d, %v, want the same request %d", again, err, id)
 	}
@@ -226,13 +225,13 @@ func TestApprovalExpiresAndIsCancelled(t *testing.T) {
 	}
 	// Nothing is posted yet, so nothing is to settle.
 	before := time.Now().Add(time.Minute)
-	if list, err := w.store.UnsettledApprovals(w.ctx, before, 10); err != nil || len(list) != 0 {
+	if list, err := w.store.UnsettledApprovals(w.ctx, master.Scope{}, before, 10); err != nil || len(list) != 0 {
 		t.Errorf("UnsettledApprovals before posting = %v, %v, want none", list, err)
 	}
 	if _, err := w.pool.Exec(w.ctx, `UPDATE outbox SET state = 'sent', sent_at = now(), discord_message_id = 'm' || id WHERE kind = 'approval'`); err != nil {
 		t.Fatal(err)
 	}
-	list, err := w.store.UnsettledApprovals(w.ctx, before, 10)
+	list, err := w.store.UnsettledApprovals(w.ctx, master.Scope{}, before, 10)
 	if err != nil || len(list) != 2 || list[0].ID != expiring || list[0].State != master.ApprovalExpired || list[0].MessageID == "" ||
 		list[1].State != master.ApprovalCancelled || list[0].ChannelID == "" {
 		t.Fatalf("UnsettledApprovals = %+v, %v, want the expired and the cancelled requests with their messages", list, err)
@@ -240,7 +239,7 @@ func TestApprovalExpiresAndIsCancelled(t *testing.T) {
 	if err := w.store.SettleApproval(w.ctx, expiring); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := w.store.UnsettledApprovals(w.ctx, before, 10); len(list) != 1 || list[0].ID != cancelled {
+	if list, _ := w.store.UnsettledApprovals(w.ctx, master.Scope{}, before, 10); len(list) != 1 || list[0].ID != cancelled {
 		t.Errorf("after settling one: %+v, want only the other", list)
 	}
 }
@@ -287,7 +286,7 @@ func TestActiveCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.pauseForApproval(tasks[1], time.Hour)
-	turns, err := w.store.ActiveTurns(w.ctx)
+	turns, err := w.store.ActiveTurns(w.ctx, master.Scope{})
 	if err != nil || len(turns) != 1 {
 		t.Fatalf("ActiveTurns = %+v, %v", turns, err)
 	}
@@ -302,7 +301,70 @@ func TestActiveCalls(t *testing.T) {
 	if err := w.store.RecordToolCall(w.ctx, tasks[0].ID, tasks[0].Attempt, reading[0].Seq, master.ToolResult{Text: "page"}); err != nil {
 		t.Fatal(err)
 	}
-	if turns, _ := w.store.ActiveTurns(w.ctx); len(turns) != 1 || turns[0].Calls[tasks[0].ID].Tool != "" {
+	if turns, _ := w.store.ActiveTurns(w.ctx, master.Scope{}); len(turns) != 1 || turns[0].Calls[tasks[0].ID].Tool != "" {
 		t.Errorf("after the call: %+v, want no call shown for the researcher", turns[0].Calls)
+	}
+}
+
+// A click that lands after the request expired, before any sweeper saw
+// it, approves nothing: the request is recorded expired (counting as
+// denied) and its task queued again to read so, in whichever process the
+// click came.
+func TestLateClickApprovesNothing(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	session := w.session()
+	w.enqueue(session, task("engineer", "write the file"))
+	tk := w.claim("w1", 1)[0]
+	id := w.pauseForApproval(tk, time.Hour)
+	w.exec(`UPDATE approvals SET expires_at = now() - interval '1 second' WHERE id = $1`, id)
+	a, err := w.store.DecideApproval(w.ctx, id, true, "u1")
+	if err != nil || a.State != master.ApprovalExpired || a.DecidedBy != "" {
+		t.Fatalf("a late approval = %+v, %v; want expired, decided by nobody", a, err)
+	}
+	if got := w.task(tk.ID).State; got != master.TaskQueued {
+		t.Errorf("the task is %s, want queued again to read the expiry", got)
+	}
+	if calls := w.calls(tk.ID); len(calls) != 1 || calls[0].Approval != master.ApprovalExpired {
+		t.Errorf("ToolCalls = %+v, want the call expired", calls)
+	}
+}
+
+// A request keeps the call's arguments in full and its approvers; when
+// the arguments do not fit in the message, they are attached to it as
+// arguments.json.
+func TestApprovalKeepsTheArgumentsAndAttachesLongOnes(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	session := w.session()
+	w.enqueue(session, task("engineer", "write the file"))
+	tk := w.claim("w1", 1)[0]
+	long := `{"path":"/srv/notes/pricing.md","padding":"` + strings.Repeat("x ", 1500) + `","mode":"0600"}`
+	recs := w.plan(tk, 0, planned("c1", "fs__write", long))
+	id, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, recs[0].Seq, time.Hour, []string{"333"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := w.store.Approval(w.ctx, id)
+	if err != nil || a.Args != long || len(a.Approvers) != 1 || a.Approvers[0] != "333" {
+		t.Errorf("request = %+v, %v; want the arguments in full and the approvers", a, err)
+	}
+	var content, name string
+	var data []byte
+	if err := w.pool.QueryRow(w.ctx, `SELECT o.content, o.file_name, o.file_data FROM outbox o JOIN approvals a ON a.outbox_id = o.id
+		WHERE a.id = $1`, id).Scan(&content, &name, &data); err != nil {
+		t.Fatal(err)
+	}
+	if name != "arguments.json" || !strings.Contains(string(data), `"mode": "0600"`) || !strings.Contains(content, "<@&333>") {
+		t.Errorf("message %q with file %s %q: want the arguments attached and the approvers named", content, name, data)
+	}
+	msgs, err := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p", 10, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if m.Kind == master.OutApproval && (m.File.Name != "arguments.json" || len(m.File.Data) == 0) {
+			t.Errorf("claimed the request without its file: %+v", m.File)
+		}
 	}
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // TurnReads reads what the master needs to decide on a turn — its tasks,
-// its files with their content, the session, its roster and up to
+// its files with their content, the session, its roster with each role's
+// record in the channel (master.RoleTrack, in the roster's statement) and up to
 // historyLimit earlier exchanges (see History) — in one round trip: the
 // five statements go to Postgres as one pipelined batch. Each statement
 // reads its own snapshot, as five separate reads would; a turn that ended
@@ -22,8 +23,8 @@ func (s *Store) TurnReads(ctx context.Context, sessionID, turnID int64, historyL
 	b.Queue(`SELECT `+taskColumns+` FROM tasks t WHERE t.turn_id = $1 ORDER BY t.round, t.id`, turnID)
 	b.Queue(`SELECT `+attachmentColumns+`, a.data FROM attachments a
 		WHERE a.turn_id = $1 ORDER BY a.position`, turnID)
-	b.Queue(`SELECT `+sessionColumns+`, `+spendColumns+` FROM sessions s WHERE s.id = $1`, sessionID)
-	b.Queue(`SELECT `+roleColumns+` FROM session_roles WHERE session_id = $1 ORDER BY position, name`, sessionID)
+	b.Queue(`SELECT `+sessionColumns+` FROM sessions s WHERE s.id = $1`, sessionID)
+	b.Queue(rosterTracksSQL, sessionID)
 	b.Queue(historySQL, sessionID, turnID, historyLimit)
 	err := func() error {
 		br := s.pool.SendBatch(ctx, b)
@@ -41,16 +42,13 @@ func (s *Store) TurnReads(ctx context.Context, sessionID, turnID int64, historyL
 		if r.Attachments, err = collectAttachments(rows); err != nil {
 			return fmt.Errorf("turn attachments: %w", err)
 		}
-		sp := &master.Spend{}
-		if r.Session, err = scanSession(br.QueryRow(), &sp.Budget, &sp.GuildUsed, &sp.GuildBudget); err != nil {
+		if r.Session, err = scanSession(br.QueryRow()); err != nil {
 			return fmt.Errorf("session %d: %w", sessionID, err)
 		}
-		sp.Used = r.Session.Usage.Total()
-		r.Spend = sp
 		if rows, err = br.Query(); err != nil {
 			return fmt.Errorf("roster: %w", err)
 		}
-		if r.Roster, err = pgx.CollectRows(rows, scanRole); err != nil {
+		if r.Roster, r.Tracks, err = collectRosterTracks(rows); err != nil {
 			return fmt.Errorf("roster: %w", err)
 		}
 		if rows, err = br.Query(); err != nil {

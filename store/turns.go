@@ -55,8 +55,9 @@ func turnSortKey(messageID string) int64 {
 // is never answered, and never picked up again. So is one that a refuses:
 // its session already has a.MaxOpen turns queued or running, or its
 // author started a.PerMinute turns in the guild within the last minute.
-// Those counts are taken under a lock per session, so messages recorded
-// at once cannot exceed them together. The first refused turn since the
+// Those counts are taken under a lock per session and one per author in
+// the guild, so messages recorded at once, in one thread or several,
+// cannot exceed them together. The first refused turn since the
 // session's last admitted one queues the notice a gives for its reason.
 //
 // The message's files (t.Attachments) are recorded with the turn, in the
@@ -138,7 +139,11 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 // admit decides, under the session's lock, whether a message is queued or
 // refused by a's limits, and with which notice.
 func admit(ctx context.Context, tx pgx.Tx, t master.Turn, a master.Admission) (master.TurnState, string, error) {
-	if err := lockSessionTurns(ctx, tx, t.SessionID); err != nil {
+	author := ""
+	if a.PerMinute > 0 {
+		author = t.AuthorID
+	}
+	if err := lockAdmission(ctx, tx, t.SessionID, t.GuildID, author); err != nil {
 		return "", "", err
 	}
 	var open, recent int
@@ -200,8 +205,19 @@ func botTurns(ctx context.Context, tx pgx.Tx, guildID, botID string) (int, error
 // lockSessionTurns serialises, until tx ends, the admission of a
 // session's messages.
 func lockSessionTurns(ctx context.Context, tx pgx.Tx, sessionID int64) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('turns/' || $1::bigint, 0))`, sessionID); err != nil {
-		return fmt.Errorf("lock session: %w", err)
+	return lockAdmission(ctx, tx, sessionID, "", "")
+}
+
+// lockAdmission serialises, until tx ends, the admission of a session's
+// messages and, with an author, of that author's messages in the guild
+// (whatever their thread), in one statement: the session's lock first,
+// then the author's, always in that order (and the bot's lock, when
+// taken, after both: no cycle).
+func lockAdmission(ctx context.Context, tx pgx.Tx, sessionID int64, guildID, author string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('turns/' || $1::bigint, 0)),
+		CASE WHEN $3 <> '' THEN pg_advisory_xact_lock(hashtextextended('author/' || $2 || '/' || $3, 0)) END`,
+		sessionID, guildID, author); err != nil {
+		return fmt.Errorf("lock admission: %w", err)
 	}
 	return nil
 }
@@ -236,13 +252,13 @@ func noticeRefusal(ctx context.Context, tx pgx.Tx, turn master.Turn, notice stri
 	return notify(ctx, tx, WakeOutbox, turn.SessionID)
 }
 
-// PendingSessions lists active sessions whose next turn needs its master
-// now: not started yet, or every task of its current round has ended (a
+// PendingSessions lists active sessions of scope whose next turn needs
+// its master now: not started yet, or every task of its current round has ended (a
 // task waiting for an approval has not), and none of its files still to
 // download. A session's next turn is its running one, else its first
 // queued one in message order. Sessions whose master is leased to another
 // live owner are left out.
-func (s *Store) PendingSessions(ctx context.Context, owner string) ([]int64, error) {
+func (s *Store) PendingSessions(ctx context.Context, scope master.Scope, owner string) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT s.id
 		FROM sessions s
@@ -252,13 +268,13 @@ func (s *Store) PendingSessions(ctx context.Context, owner string) ([]int64, err
 			ORDER BY u.state = 'running' DESC, u.sort_key, u.id
 			LIMIT 1
 		) u
-		WHERE s.state = 'active'
+		WHERE s.state = 'active' AND s.surface = $2 AND ($3 = '' OR s.attached_to = $3)
 		  AND (s.master_owner IS NULL OR s.master_owner = $1 OR s.master_lease_until < now())
 		  AND NOT EXISTS (SELECT 1 FROM tasks k
 		                  WHERE k.turn_id = u.id AND k.round = u.round AND k.state IN ('queued', 'running', 'approval'))
 		  AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.turn_id = u.id AND a.state = 'pending')
 		  AND (u.not_before IS NULL OR u.not_before <= now())
-		ORDER BY u.id`, owner)
+		ORDER BY u.id`, owner, scope.Of(), scope.Attached)
 	if err != nil {
 		return nil, fmt.Errorf("pending sessions: %w", err)
 	}
@@ -452,9 +468,9 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 // FinishTurn ends a guarded turn: its reply or question goes to the
 // outbox, part by part, the turn takes f.State (a question closes any
 // other turn still waiting for an answer: at most one waits, the one that
-// asked last, so an answer is never taken for the wrong question), the
-// decision's usage is charged, and the session's outbox is woken, all in
-// one statement, one round trip and one commit. It reports whether
+// asked last, so an answer is never taken for the wrong question), and
+// the session's outbox is woken, all in one statement, one round trip and
+// one commit (the decision's model calls were charged as they returned). It reports whether
 // another turn of the session is queued. The unique (turn, kind, seq,
 // part) key allows one reply per turn; a turn may ask any number of
 // questions (a turn resumed by the user's answer may ask again), each
@@ -462,8 +478,7 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 func (s *Store) FinishTurn(ctx context.Context, g master.Guard, f master.Finish) (next bool, err error) {
 	parts := cleanAll(f.Parts)
 	payload := payloadOf(WakeOutbox, strconv.FormatInt(g.SessionID, 10))
-	args := []any{g.TurnID, g.SessionID, g.Round, g.Owner, f.Kind, f.State, parts,
-		f.Usage.PromptTokens, f.Usage.CompletionTokens, f.Usage.Model, WakeChannel, payload}
+	args := []any{g.TurnID, g.SessionID, g.Round, g.Owner, f.Kind, f.State, parts, WakeChannel, payload}
 	var turn master.Turn
 	scan := func(row pgx.Row) error { return row.Scan(&turn.ID, &turn.Round, &turn.MessageID, &next) }
 	if s.webhooks.Load() && f.Kind == master.OutReply {
@@ -502,8 +517,8 @@ func (s *Store) FinishTurn(ctx context.Context, g master.Guard, f master.Finish)
 }
 
 // finishSQL is FinishTurn's statement: $1 turn, $2 session, $3 round, $4
-// owner (the guard); $5 kind, $6 the turn's new state, $7 the parts; $8,
-// $9, $10 the usage (prompt, completion, model); $11 and $12 the wake. It
+// owner (the guard); $5 kind, $6 the turn's new state, $7 the parts; $8
+// and $9 the wake. It
 // returns the turn's id, round and message, and whether another turn is queued; no
 // row when the guard does not hold. The nonces are outNonce's.
 var finishSQL = `
@@ -531,8 +546,8 @@ var finishSQL = `
 	), ended AS (
 		UPDATE turns w SET state = CASE WHEN w.id = g.id THEN $6 ELSE 'done' END, updated_at = now()
 		FROM g WHERE w.id = g.id OR ($6 = 'waiting' AND w.session_id = g.session_id AND w.state = 'waiting')
-	), ` + usageCTEs("g", "$8", "$9", "$10") + `, woken AS (
-		SELECT pg_notify($11, $12) FROM g
+	), woken AS (
+		SELECT pg_notify($8, $9) FROM g
 	)
 	SELECT g.id, g.round, g.message_id, EXISTS (SELECT 1 FROM turns x WHERE x.session_id = g.session_id AND x.state = 'queued')
 	FROM g, (SELECT count(*) FROM woken) w`
@@ -565,10 +580,9 @@ func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind maste
 }
 
 // Delegate enqueues the next round of a guarded turn and advances the
-// turn to it, charges the decision's usage and wakes the workers, in one
-// statement (one round trip, one commit). It returns the tasks' ids in
-// order.
-func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.NewTask, usage master.Usage) ([]int64, error) {
+// turn to it and wakes the workers, in one statement (one round trip,
+// one commit). It returns the tasks' ids in order.
+func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.NewTask) ([]int64, error) {
 	input, err := batchJSON(tasks)
 	if err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
@@ -581,16 +595,15 @@ func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.New
 				SELECT u.id, u.round, u.session_id, s.guild_id
 				FROM turns u JOIN sessions s ON s.id = u.session_id
 				WHERE u.id = $2 AND u.session_id = $1 AND u.state = 'running' AND u.round = $3
-				  AND s.state = 'active' AND s.master_owner = $10 AND s.master_lease_until > now()
+				  AND s.state = 'active' AND s.master_owner = $7 AND s.master_lease_until > now()
 				FOR UPDATE OF u
 			), `+enqueueCTEs("g", "$4", "$1", "$2", "$3 + 1", "$5")+`, advanced AS (
 				UPDATE turns u SET round = u.round + 1, updated_at = now() FROM g WHERE u.id = g.id
-			), `+usageCTEs("g", "$6", "$7", "$8")+`, woken AS (
-				SELECT pg_notify($9, $11) FROM g
+			), woken AS (
+				SELECT pg_notify($6, $8) FROM g
 			)
 			SELECT i.id FROM input i, g, (SELECT count(*) FROM woken) w ORDER BY i.ord`,
-			g.SessionID, g.TurnID, g.Round, input, s.attempts(), usage.PromptTokens, usage.CompletionTokens, usage.Model,
-			WakeChannel, g.Owner, payload)
+			g.SessionID, g.TurnID, g.Round, input, s.attempts(), WakeChannel, g.Owner, payload)
 		if err != nil {
 			return err
 		}
@@ -616,7 +629,7 @@ func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.New
 
 // Replan replaces a guarded turn's session roster. Queued tasks of removed
 // roles are cancelled (with their dependents); finished results stay.
-func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role, usage master.Usage) ([]string, error) {
+func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role) ([]string, error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
@@ -627,9 +640,6 @@ func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role
 	}
 	removed, err := replaceRoster(ctx, tx, g.SessionID, roster)
 	if err != nil {
-		return nil, fmt.Errorf("replan: %w", err)
-	}
-	if err := addUsage(ctx, tx, g.SessionID, usage); err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
 	if err := notify(ctx, tx, WakeTasks+WakeOutbox, g.SessionID); err != nil {
@@ -659,37 +669,6 @@ func (s *Store) FailTurn(ctx context.Context, g master.Guard, retryIn time.Durat
 	}
 	if err != nil {
 		return 0, fmt.Errorf("fail turn: %w", err)
-	}
-	return n, nil
-}
-
-// CountMasterCall counts one more master model call on the guarded turn,
-// before it is made, and returns the count; master.ErrCeiling when the
-// turn has made max calls already (the count then stays).
-func (s *Store) CountMasterCall(ctx context.Context, g master.Guard, max int) (int, error) {
-	var n int
-	var over bool
-	err := s.pool.QueryRow(ctx, `
-		WITH t AS (
-			SELECT u.id, u.master_calls FROM turns u JOIN sessions s ON s.id = u.session_id
-			WHERE u.id = $1 AND u.session_id = $2 AND u.state = 'running'
-			  AND s.state = 'active' AND s.master_owner = $3
-		), counted AS (
-			UPDATE turns u SET master_calls = u.master_calls + 1
-			FROM t WHERE u.id = t.id AND t.master_calls < $4
-			RETURNING u.master_calls
-		)
-		SELECT coalesce((SELECT master_calls FROM counted), (SELECT master_calls FROM t)),
-		       NOT EXISTS (SELECT 1 FROM counted)
-		FROM t`, g.TurnID, g.SessionID, g.Owner, max).Scan(&n, &over)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("count master call on turn %d: %w", g.TurnID, master.ErrStale)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("count master call: %w", err)
-	}
-	if over {
-		return n, fmt.Errorf("turn %d made %d master calls: %w", g.TurnID, n, master.ErrCeiling)
 	}
 	return n, nil
 }

@@ -88,7 +88,8 @@ func (l *Liveness) watch(ctx context.Context, conn *pgx.Conn, established func()
 // TakeOver takes back at once the work of the process named owner if it
 // is dead (registered, its liveness lock free): its tasks are queued
 // again (or failed at max_attempts), its master leases and outbox claims
-// freed, its registration removed, and the sessions concerned woken (this
+// freed, the holds of its model calls settled at their worst case, its
+// registration removed, and the sessions concerned woken (this
 // process's listeners at commit). It reports whether it took over. A
 // process that only lost its connection and locked again is left alone;
 // one that was taken for dead while reconnecting loses its leases, which
@@ -116,6 +117,11 @@ func (s *Store) TakeOver(ctx context.Context, owner string) (bool, error) {
 	}
 	_, _, sessions, err := s.takeBack(ctx, tx, []string{owner})
 	if err != nil {
+		return false, fmt.Errorf("take over %s: %w", owner, err)
+	}
+	// The holds of its model calls in flight are settled at their worst
+	// case (the calls may have been made and paid for).
+	if _, err := settleLost(ctx, tx, []string{owner}); err != nil {
 		return false, fmt.Errorf("take over %s: %w", owner, err)
 	}
 	if err := notify(ctx, tx, WakeEvery, sessions...); err != nil {

@@ -181,7 +181,7 @@ func TestBlockedWebhookWhenTheMasterRepliesOverABlockedTask(t *testing.T) {
 		for range outs {
 			tasks = append(tasks, master.NewTask{Role: "researcher", Instruction: "dig"})
 		}
-		if _, err := w.store.Delegate(w.ctx, g, tasks, master.Usage{}); err != nil {
+		if _, err := w.store.Delegate(w.ctx, g, tasks); err != nil {
 			t.Fatal(err)
 		}
 		for i, tk := range w.claim("w1", len(outs)) {

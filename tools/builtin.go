@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/callonbot/callon/master"
+	"github.com/callonbot/callon/tools/fetch"
 )
 
 // fetchURLTool is fetch_url as the model is offered it.
@@ -27,14 +28,14 @@ func FetchURLTool() master.Tool { return fetchURLTool() }
 
 // fetchURL runs fetch_url: the page's final URL, status and type, then
 // its text.
-func (m *Manager) fetchURL(ctx context.Context, raw json.RawMessage) (string, bool) {
+func (m *Manager) fetchURL(ctx context.Context, f *fetch.Fetcher, raw json.RawMessage) (string, bool) {
 	var args struct {
 		URL string `json:"url"`
 	}
 	if err := json.Unmarshal(raw, &args); err != nil || strings.TrimSpace(args.URL) == "" {
 		return FetchURL + `: give {"url": "https://…"}`, true
 	}
-	p, err := m.fetcher.Fetch(ctx, args.URL)
+	p, err := f.Fetch(ctx, args.URL)
 	if err != nil {
 		return fmt.Sprintf("%s %s: %v", FetchURL, args.URL, err), true
 	}

@@ -28,24 +28,27 @@ type Result struct {
 }
 
 // Call runs the tool a model called as name ("fetch_url" or
-// "<server>__<tool>") with its raw JSON arguments, within
-// Options.CallTimeout. Every failure, from unknown tool to timeout,
+// "<server>__<tool>") with its raw JSON arguments, for a role of guild
+// ("": the operator's), within Options.CallTimeout: a server not granted
+// to guild is an unknown tool, and fetch_url reaches the private hosts
+// granted to guild only. Every failure, from unknown tool to timeout,
 // becomes an error Result the model can read. Call does not check the
 // role's tools list (see Allows) nor approval (see Approval).
 //
 // A call is sent at most once, except that a call refused by a session
 // already known to be broken is sent again, once, after a restart: the
 // server never saw it.
-func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) Result {
+func (m *Manager) Call(ctx context.Context, guild, name string, args json.RawMessage) Result {
 	began := time.Now()
 	callCtx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
-	text, isErr := m.call(callCtx, name, args)
+	text, isErr := m.call(callCtx, guild, name, args)
 	if isErr && callCtx.Err() != nil {
 		if ctx.Err() != nil {
 			text = fmt.Sprintf("%s: cancelled", name)
 		} else {
-			text = fmt.Sprintf("%s: timed out after %s", name, m.opts.CallTimeout)
+			// Sent, unanswered: the tool may have acted.
+			text = fmt.Sprintf("%s: timed out after %s. It may or may not have taken effect; check before making it again.", name, m.opts.CallTimeout)
 		}
 	}
 	return Result{
@@ -56,7 +59,7 @@ func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) R
 	}
 }
 
-func (m *Manager) call(ctx context.Context, name string, raw json.RawMessage) (string, bool) {
+func (m *Manager) call(ctx context.Context, guild, name string, raw json.RawMessage) (string, bool) {
 	m.mu.Lock()
 	closed := m.closed
 	m.mu.Unlock()
@@ -68,21 +71,24 @@ func (m *Manager) call(ctx context.Context, name string, raw json.RawMessage) (s
 		return fmt.Sprintf("%s: %v", name, err), true
 	}
 	if name == FetchURL {
-		return m.fetchURL(ctx, args)
+		return m.fetchURL(ctx, m.fetcherFor(guild), args)
 	}
 	srv, tool, _ := strings.Cut(name, Separator)
 	s := m.servers[srv]
-	if s == nil || tool == "" {
+	if s == nil || tool == "" || !s.granted(guild) {
 		return fmt.Sprintf("unknown tool %q", name), true
 	}
 	for attempt := 0; ; attempt++ {
 		sess, err := s.session(ctx)
 		if err != nil {
-			return fmt.Sprintf("%s: %v", name, err), true
+			return fmt.Sprintf("%s: %v", name, s.scrub(err)), true
 		}
 		res, err := sess.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 		if err == nil {
 			return render(res), res.IsError
+		}
+		if sess.overflow.Swap(false) {
+			return fmt.Sprintf("%s: the server's answer was larger than %s, so it was not read", name, byteSize(int(m.opts.MaxResponse))), true
 		}
 		if unsent(err) {
 			s.retire(sess, err)
@@ -90,7 +96,7 @@ func (m *Manager) call(ctx context.Context, name string, raw json.RawMessage) (s
 				continue
 			}
 		}
-		return fmt.Sprintf("%s: %v", name, err), true
+		return fmt.Sprintf("%s: %v", name, s.scrub(err)), true
 	}
 }
 

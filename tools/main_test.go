@@ -63,7 +63,7 @@ func setup(tb testing.TB, servers []tools.Server, opts tools.Options, logger *sl
 // offer asks for a role's tools and fails the test on an error.
 func offer(tb testing.TB, m *tools.Manager, allowed ...string) tools.Offer {
 	tb.Helper()
-	o, err := m.Tools(tb.Context(), allowed)
+	o, err := m.Tools(tb.Context(), "", allowed)
 	if err != nil {
 		tb.Fatalf("Tools(%q): %v", allowed, err)
 	}

@@ -51,9 +51,9 @@ func (o Offer) Notice() string {
 // "*" for every tool of the server.
 type ref struct{ server, tool string }
 
-// parseAllowed reads a role's tools list against the configured servers,
-// naming every bad entry.
-func (m *Manager) parseAllowed(allowed []string) ([]ref, error) {
+// parseAllowed reads a role's tools list against the configured servers
+// granted to guild ("": any), naming every bad entry.
+func (m *Manager) parseAllowed(guild string, allowed []string) ([]ref, error) {
 	var refs []ref
 	var errs []error
 	for _, a := range allowed {
@@ -68,6 +68,8 @@ func (m *Manager) parseAllowed(allowed []string) ([]ref, error) {
 			errs = append(errs, fmt.Errorf("tools: %q: want %s, <server>.<tool> or <server>.*", a, FetchURL))
 		case m.servers[srv] == nil:
 			errs = append(errs, fmt.Errorf("tools: %q: no MCP server %q is configured", a, srv))
+		case !m.servers[srv].granted(guild):
+			errs = append(errs, notGranted(a, srv))
 		default:
 			refs = append(refs, ref{srv, tool})
 		}
@@ -75,14 +77,16 @@ func (m *Manager) parseAllowed(allowed []string) ([]ref, error) {
 	return refs, errors.Join(errs...)
 }
 
-// Tools returns what a role with the tools list allowed is offered now:
-// fetch_url if listed, and each listed MCP tool as "<server>__<tool>"
-// with its server's description and input schema ("<server>.*" lists
-// every tool of the server). Servers are started as needed, in parallel;
-// a server that cannot be started is left out and named in
-// Offer.Unavailable. The error is a bad entry in allowed, or ctx ending.
-func (m *Manager) Tools(ctx context.Context, allowed []string) (Offer, error) {
-	refs, err := m.parseAllowed(allowed)
+// Tools returns what a role of guild ("": the operator's) with the tools
+// list allowed is offered now: fetch_url if listed, and each listed MCP
+// tool of a server granted to guild as "<server>__<tool>" with its
+// server's description and input schema ("<server>.*" lists every tool of
+// the server). Servers are started as needed, in parallel; a server that
+// cannot be started is left out and named in Offer.Unavailable. The error
+// is a bad entry in allowed (one not granted to guild included), or ctx
+// ending.
+func (m *Manager) Tools(ctx context.Context, guild string, allowed []string) (Offer, error) {
+	refs, err := m.parseAllowed(guild, allowed)
 	if err != nil {
 		return Offer{}, err
 	}
@@ -157,7 +161,7 @@ func (s *server) tools(ctx context.Context) ([]*mcp.Tool, error) {
 	defer cancel()
 	list, err := sess.listTools(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %s: %w", s.spec.Name, err)
+		return nil, s.scrub(fmt.Errorf("MCP server %s: %w", s.spec.Name, err))
 	}
 	return list, nil
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sync"
 	"time"
+
+	"github.com/callonbot/callon/redact"
 )
 
 // stableAfter is how long a session must last for its end not to count
@@ -67,6 +70,31 @@ func (s *server) session(ctx context.Context) (*session, error) {
 	}
 }
 
+// secrets are what the server's configuration holds that no error may
+// show: its headers' values, and the values of its environment variables
+// named like credentials (its URL's userinfo and query are found by
+// redact itself).
+func (s *server) secrets() []string {
+	var out []string
+	for _, v := range s.spec.Headers {
+		out = append(out, v)
+	}
+	for k, v := range s.spec.Env {
+		if credentialName.MatchString(k) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// credentialName is an environment variable's name that says it holds a
+// secret.
+var credentialName = regexp.MustCompile(`(?i)key|token|secret|pass|auth|cred`)
+
+// scrub is err without the server's secrets: what the server's errors
+// become before they reach a model, a row or a log line.
+func (s *server) scrub(err error) error { return redact.Error(err, s.secrets()...) }
+
 // unavailable says why the server is not running. s.mu is held.
 func (s *server) unavailable() error {
 	err := fmt.Errorf("MCP server %s is unavailable: %w", s.spec.Name, s.lastErr)
@@ -124,6 +152,7 @@ func (s *server) start(ch chan struct{}) {
 // run (which ends when a session lasts) is logged as a warning, the rest
 // at debug level. s.mu is held.
 func (s *server) fail(msg string, err error) {
+	err = s.scrub(err)
 	s.lastErr = err
 	if err == errClosed {
 		return
@@ -138,7 +167,7 @@ func (s *server) fail(msg string, err error) {
 	s.reported = true
 	attrs := []any{"server", s.spec.Name, "err", err, "failures", s.failures, "retry_in", wait}
 	if se, ok := errors.AsType[*stderrError](err); ok && se.stderr != "" {
-		attrs = append(attrs, "stderr", se.stderr)
+		attrs = append(attrs, "stderr", redact.Text(se.stderr, s.secrets()...))
 	}
 	s.m.log.Log(context.Background(), level, msg, attrs...)
 }

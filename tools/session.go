@@ -3,12 +3,14 @@ package tools
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"os/exec"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,6 +33,9 @@ type session struct {
 	cmd     *exec.Cmd   // stdio only
 	stderr  *tailWriter // stdio only
 	started time.Time
+	// overflow is set when a response of an HTTP server was cut at
+	// Options.MaxResponse, for the failed call to say so.
+	overflow atomic.Bool
 
 	closeOnce sync.Once
 
@@ -59,8 +64,9 @@ func connect(ctx context.Context, m *Manager, spec Server) (*session, error) {
 		t = &mcp.CommandTransport{Command: sess.cmd, TerminateDuration: terminateWait}
 	} else {
 		t = &mcp.StreamableClientTransport{
-			Endpoint:   spec.URL,
-			HTTPClient: &http.Client{Transport: &headerTransport{base: m.httpTransport, headers: spec.Headers}},
+			Endpoint: spec.URL,
+			HTTPClient: &http.Client{Transport: &headerTransport{base: m.httpTransport, headers: spec.Headers,
+				maxBody: m.opts.MaxResponse, overflow: &sess.overflow}},
 			MaxRetries: 2,
 		}
 	}
@@ -197,8 +203,10 @@ func (w *tailWriter) String() string {
 
 // headerTransport adds a server's configured headers to every request.
 type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
+	base     http.RoundTripper
+	headers  map[string]string
+	maxBody  int64        // bytes of a response's body read before it fails
+	overflow *atomic.Bool // set when one did
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -208,7 +216,35 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Header.Set(k, v)
 		}
 	}
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && t.maxBody > 0 {
+		// The SDK reads a whole response before the output is cut to
+		// MaxOutput: a server cannot make it read more than this.
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.maxBody, max: t.maxBody, overflow: t.overflow}
+	}
+	return resp, err
+}
+
+// cappedBody fails a read past max bytes.
+type cappedBody struct {
+	io.ReadCloser
+	left, max int64
+	overflow  *atomic.Bool
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		if b.overflow != nil {
+			b.overflow.Store(true)
+		}
+		return 0, fmt.Errorf("the server's response is larger than %s: not read further", byteSize(int(b.max)))
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 var _ http.RoundTripper = (*headerTransport)(nil)

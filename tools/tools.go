@@ -32,6 +32,7 @@ const Separator = "__"
 const (
 	DefaultCallTimeout     = 60 * time.Second
 	DefaultMaxOutput       = 16 << 10
+	DefaultMaxResponse     = 4 << 20
 	DefaultStartTimeout    = 30 * time.Second
 	DefaultRestartDelay    = time.Second
 	DefaultMaxRestartDelay = time.Minute
@@ -52,6 +53,19 @@ type Server struct {
 	// approval; ApproveTools names the tools whose calls do.
 	ApproveAll   bool
 	ApproveTools []string
+	// Guilds are the guilds whose roles may use the server; nil: every
+	// guild (an empty list: none).
+	Guilds []string
+	// Approvers are the Discord role ids whose members alone decide on
+	// its calls (see Approvers).
+	Approvers []string
+	// PrivateAll and PrivateTools mark its tools that read private data;
+	// OutboundAll and OutboundTools those that send data out (see
+	// Approval).
+	PrivateAll    bool
+	PrivateTools  []string
+	OutboundAll   bool
+	OutboundTools []string
 }
 
 // Options configure a Manager. Zero values take the defaults.
@@ -61,6 +75,9 @@ type Options struct {
 	// MaxOutput is how many bytes of a call's output the model sees; the
 	// rest is cut, and a marker says how much.
 	MaxOutput int
+	// MaxResponse bounds the bytes read of one HTTP response of a
+	// Streamable HTTP server (a longer one fails its call).
+	MaxResponse int64
 	// StartTimeout bounds starting a server and listing its tools.
 	StartTimeout time.Duration
 	// RestartDelay is the wait before starting a server again after its
@@ -75,8 +92,15 @@ type Options struct {
 	// HTTPTransport carries the requests to Streamable HTTP servers;
 	// nil means a transport of the Manager's own, without proxy.
 	HTTPTransport http.RoundTripper
-	// Fetch configures fetch_url; Fetch.Allow is CALLON_FETCH_ALLOW.
+	// Fetch configures fetch_url; Fetch.Allow is CALLON_FETCH_ALLOW, what
+	// every guild may fetch although it is not public.
 	Fetch fetch.Options
+	// GuildFetchAllow adds, by guild id, what that guild alone may fetch
+	// although it is not public (the roles file's guilds.<id>.fetch_allow).
+	GuildFetchAllow map[string][]string
+	// OutboundAllow lists the hosts fetch_url may reach without a person's
+	// approval even for a role that reads private data (see Approval).
+	OutboundAllow []string
 }
 
 // Manager gives roles their tools and runs their calls. It is safe for
@@ -86,6 +110,8 @@ type Manager struct {
 	opts          Options
 	servers       map[string]*server
 	fetcher       *fetch.Fetcher
+	guildFetchers map[string]*fetch.Fetcher // guilds with private hosts of their own
+	outboundAllow fetch.HostList
 	httpTransport http.RoundTripper
 
 	ctx    context.Context // cancelled by Close: aborts starts under way
@@ -104,6 +130,7 @@ var serverName = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
 func New(servers []Server, logger *slog.Logger, opts Options) (*Manager, error) {
 	opts.CallTimeout = cmp.Or(opts.CallTimeout, DefaultCallTimeout)
 	opts.MaxOutput = cmp.Or(opts.MaxOutput, DefaultMaxOutput)
+	opts.MaxResponse = cmp.Or(opts.MaxResponse, DefaultMaxResponse)
 	opts.StartTimeout = cmp.Or(opts.StartTimeout, DefaultStartTimeout)
 	opts.RestartDelay = cmp.Or(opts.RestartDelay, DefaultRestartDelay)
 	opts.MaxRestartDelay = max(cmp.Or(opts.MaxRestartDelay, DefaultMaxRestartDelay), opts.RestartDelay)
@@ -117,12 +144,26 @@ func New(servers []Server, logger *slog.Logger, opts Options) (*Manager, error) 
 	if err != nil {
 		return nil, fmt.Errorf("fetch_url: %w", err)
 	}
+	guildFetchers := make(map[string]*fetch.Fetcher, len(opts.GuildFetchAllow))
+	for guild, hosts := range opts.GuildFetchAllow {
+		o := opts.Fetch
+		o.Allow = append(slices.Clone(o.Allow), hosts...)
+		if guildFetchers[guild], err = fetch.New(o); err != nil {
+			return nil, fmt.Errorf("fetch_url of guild %s: %w", guild, err)
+		}
+	}
+	outboundAllow, err := fetch.NewHostList(opts.OutboundAllow)
+	if err != nil {
+		return nil, fmt.Errorf("outbound_allow: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
 		log:           logger.With("component", "tools"),
 		opts:          opts,
 		servers:       make(map[string]*server, len(servers)),
 		fetcher:       f,
+		guildFetchers: guildFetchers,
+		outboundAllow: outboundAllow,
 		httpTransport: opts.HTTPTransport,
 		ctx:           ctx,
 		cancel:        cancel,
@@ -237,36 +278,32 @@ func (m *Manager) Close(ctx context.Context) error {
 		err = fmt.Errorf("close tools: %w", ctx.Err())
 	}
 	m.fetcher.Close()
+	for _, f := range m.guildFetchers {
+		f.Close()
+	}
 	if t, ok := m.httpTransport.(interface{ CloseIdleConnections() }); ok && m.opts.HTTPTransport == nil {
 		t.CloseIdleConnections()
 	}
 	return err
 }
 
-// Approval says whether a call of the tool named name (as the model
-// calls it) needs a person's approval first, per its server's approval
-// setting. fetch_url and unknown names need none.
-func (m *Manager) Approval(name string) bool {
-	srv, tool, ok := strings.Cut(name, Separator)
-	if !ok {
-		return false
-	}
-	s := m.servers[srv]
-	return s != nil && (s.spec.ApproveAll || slices.Contains(s.spec.ApproveTools, tool))
-}
-
 // Check reports entries of a role's tools list that do not name
-// fetch_url or a tool of a configured server, as /roles set needs to
-// before it saves a role.
-func (m *Manager) Check(allowed []string) error {
-	_, err := m.parseAllowed(allowed)
+// fetch_url or a tool of a configured server granted to guild ("": any),
+// as /roles set needs to before it saves a role.
+func (m *Manager) Check(guild string, allowed []string) error {
+	_, err := m.parseAllowed(guild, allowed)
 	return err
 }
 
 // Allows says whether a role with the tools list allowed may call the
-// tool named name (as the model calls it). Call does not check: a model
-// may call a function it was not offered, so check the name first.
+// tool named name (as the model calls it): a name a function may have
+// (what a model makes up beyond that is no tool's), that the list names.
+// Call does not check: a model may call a function it was not offered,
+// so check the name first.
 func Allows(allowed []string, name string) bool {
+	if !functionName.MatchString(name) {
+		return false
+	}
 	for _, a := range allowed {
 		a = strings.TrimSpace(a)
 		if a == FetchURL {

@@ -123,3 +123,43 @@ func Sign(secret string, body []byte) string {
 func VerifyLegacy(secret string, body []byte, signature string) bool {
 	return hmac.Equal([]byte(Sign(secret, body)), []byte(strings.TrimSpace(signature)))
 }
+
+// Requests to callon's API are signed the Standard Webhooks way over a
+// payload that binds them to their endpoint: the method, a space, the
+// path and query as callon receives them, a line break, then the body —
+// so a signed request (or a webhook callon sent) cannot be replayed to
+// another endpoint, or as another method. Any Standard Webhooks library
+// signs it: sign the payload "POST /v1/dispatch\n<body>" with the id and
+// timestamp.
+
+// RequestPayload is what an API request's signature covers besides its
+// id and timestamp: "<METHOD> <path>\n<body>", path with its query.
+func RequestPayload(method, path string, body []byte) []byte {
+	return append([]byte(method+" "+path+"\n"), body...)
+}
+
+// SignAPIRequest sets the Standard Webhooks headers of a request to
+// callon's API with id, sent at at, over RequestPayload(method, path,
+// body). Clients of the API written in Go use it.
+func SignAPIRequest(h http.Header, secret, id string, at time.Time, method, path string, body []byte) {
+	SignRequest(h, secret, id, at, RequestPayload(method, path, body))
+}
+
+// VerifyAPIRequest checks a request to callon's API as Verify checks a
+// message, over RequestPayload(method, path, body).
+func VerifyAPIRequest(secret, method, path string, h http.Header, body []byte, now time.Time) (id string, err error) {
+	return Verify(secret, h, RequestPayload(method, path, body), now)
+}
+
+// CallbackSecret is the secret callon signs its callbacks with (the
+// Standard Webhooks headers, and X-Callon-Signature): derived from the
+// API's secret for that purpose alone, so a callback's signature is never
+// one the API accepts. It is "whsec_" and the base64 HMAC-SHA256, keyed
+// with apiSecret (as Verify keys it), of "callon callback signing key v1".
+// A receiver verifies callbacks with it (Verify, or any Standard Webhooks
+// library).
+func CallbackSecret(apiSecret string) string {
+	m := hmac.New(sha256.New, key(apiSecret))
+	m.Write([]byte("callon callback signing key v1"))
+	return "whsec_" + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/callonbot/callon/master"
+	"github.com/callonbot/callon/redact"
 )
 
 // Headers of every delivery.
@@ -100,7 +101,7 @@ func (p *Poster) Post(ctx context.Context, ev master.WebhookEvent) (master.PostR
 		if errors.As(err, &ue) {
 			err = ue.Err // the same error without the URL
 		}
-		return master.PostResult{}, fmt.Errorf("webhook: %w", err)
+		return master.PostResult{}, redact.Error(fmt.Errorf("webhook: %w", err), p.secret)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	resp.Body.Close()

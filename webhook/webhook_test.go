@@ -212,3 +212,25 @@ func TestPostDoesNotFollowRedirects(t *testing.T) {
 		t.Errorf("Post = %+v, %v; want the 307 itself", res, err)
 	}
 }
+
+// The vectors of docs/api.md: a request to the API signed over its
+// method and path, and the callback secret with a callback's signature.
+func TestAPIAndCallbackVectors(t *testing.T) {
+	t.Parallel()
+	const secret = "api-secret-0123456789"
+	h := http.Header{}
+	webhook.SignAPIRequest(h, secret, "msg_1", time.Unix(1700000000, 0), "POST", "/v1/dispatch", []byte(`{"a":1}`))
+	if got := h.Get(webhook.HeaderStdSignature); got != "v1,HP7qGO1jyVpXU3agCBUgljE6wow9XPNp+VcL/7bZZzA=" {
+		t.Errorf("API signature %s, want the vector of docs/api.md", got)
+	}
+	if _, err := webhook.VerifyAPIRequest(secret, "POST", "/v1/dispatch", h, []byte(`{"a":1}`), time.Unix(1700000000, 0)); err != nil {
+		t.Errorf("VerifyAPIRequest: %v", err)
+	}
+	cb := webhook.CallbackSecret(secret)
+	if cb != "whsec_IRs1LDHg0QjDwQeTGHalaDWO19HUw7wOL3yB2eAOl+8=" {
+		t.Errorf("CallbackSecret = %s, want the vector of docs/api.md", cb)
+	}
+	if got := webhook.SignV1(cb, "msg_1", 1700000000, []byte(`{"a":1}`)); got != "v1,feZ3yo9pKhI7HTTCo8iUjgXYJpNGsE951nuP5JMrDE8=" {
+		t.Errorf("callback signature %s, want the vector of docs/api.md", got)
+	}
+}

@@ -12,20 +12,26 @@ import (
 
 // Toolbox runs the tools roles may use: fetch_url and the tools of the
 // deployment's MCP servers (package tools implements it, wired in
-// cmd/callon).
+// cmd/callon). Every method that names a guild gives a role of that guild
+// only what the operator granted it.
 type Toolbox interface {
-	// Offer returns the functions a role with the tools list allowed may
-	// call now, each server's tool as "<server>__<tool>", and a notice
-	// for the model naming those that are unavailable ("" when none is).
-	Offer(ctx context.Context, allowed []string) (tools []master.Tool, notice string)
-	// Allows says whether the tools list allowed lets a model call name:
-	// a model may call a function it was not offered.
-	Allows(allowed []string, name string) bool
-	// NeedsApproval says whether a call of name waits for a person.
-	NeedsApproval(name string) bool
-	// Call makes one call within its own timeout and output cap; every
-	// failure is a result the model can read.
-	Call(ctx context.Context, name, args string) master.ToolResult
+	// Offer returns the functions a role of guild with the tools list
+	// allowed may call now, each server's tool as "<server>__<tool>", and
+	// a notice for the model naming those that are unavailable ("" when
+	// none is).
+	Offer(ctx context.Context, guild string, allowed []string) (tools []master.Tool, notice string)
+	// Allows says whether the tools list allowed lets a model of a role
+	// of guild call name: a model may call a function it was not offered.
+	Allows(guild string, allowed []string, name string) bool
+	// NeedsApproval says whether a call of name with args, by a role with
+	// the tools list allowed, waits for a person.
+	NeedsApproval(allowed []string, name, args string) bool
+	// Approvers are the Discord role ids whose members alone decide on a
+	// call of name; none: the team's owner and thread managers.
+	Approvers(name string) []string
+	// Call makes one call for a role of guild within its own timeout and
+	// output cap; every failure is a result the model can read.
+	Call(ctx context.Context, guild, name, args string) master.ToolResult
 }
 
 // maxCallsPerStep bounds the calls of tools one model answer may make;
@@ -43,11 +49,11 @@ const interruptedCall = "This call was interrupted: the worker making it stopped
 
 // offer returns the role's own tools, if any, and the notice about those
 // unavailable.
-func (p *Pool) offer(ctx context.Context, allowed []string) ([]master.Tool, string) {
+func (p *Pool) offer(ctx context.Context, guild string, allowed []string) ([]master.Tool, string) {
 	if p.cfg.Tools == nil || len(allowed) == 0 {
 		return nil, ""
 	}
-	return p.cfg.Tools.Offer(ctx, allowed)
+	return p.cfg.Tools.Offer(ctx, guild, allowed)
 }
 
 // callIDs gives every tool call of an answer an id of its own: the
@@ -68,7 +74,7 @@ func callIDs(calls []master.ToolCall, step int) {
 // left without a result are finished first (made, refused, or paused
 // for an approval). It returns the messages and the number of model
 // calls used so far.
-func (p *Pool) replayed(ctx context.Context, r *running, in TaskInput, recorded []master.CallRecord, usage master.Usage, log *slog.Logger) ([]master.Message, int, error) {
+func (p *Pool) replayed(ctx context.Context, r *running, in TaskInput, recorded []master.CallRecord, log *slog.Logger) ([]master.Message, int, error) {
 	var msgs []master.Message
 	steps := 0
 	for i := 0; i < len(recorded); {
@@ -82,7 +88,7 @@ func (p *Pool) replayed(ctx context.Context, r *running, in TaskInput, recorded 
 			calls[k] = master.ToolCall{ID: c.CallID, Name: c.Name, Arguments: c.Args}
 		}
 		msgs = append(msgs, master.Message{Role: master.RoleAssistant, ToolCalls: calls})
-		results, err := p.finishCalls(ctx, r, in, batch, usage, log)
+		results, err := p.finishCalls(ctx, r, in, batch, log)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -122,10 +128,10 @@ func (p *Pool) storeErr(r *running, what string, err error) error {
 
 // finishCalls finishes recorded calls in order and returns their results
 // as the model reads them; errPaused when one waits for an approval.
-func (p *Pool) finishCalls(ctx context.Context, r *running, in TaskInput, calls []master.CallRecord, usage master.Usage, log *slog.Logger) ([]master.Message, error) {
+func (p *Pool) finishCalls(ctx context.Context, r *running, in TaskInput, calls []master.CallRecord, log *slog.Logger) ([]master.Message, error) {
 	out := make([]master.Message, 0, len(calls))
 	for _, c := range calls {
-		text, err := p.finishCall(ctx, r, in, c, usage, log)
+		text, err := p.finishCall(ctx, r, in, c, log)
 		if err != nil {
 			return nil, err
 		}
@@ -138,7 +144,7 @@ func (p *Pool) finishCalls(ctx context.Context, r *running, in TaskInput, calls 
 // replayed; a started one was interrupted and is not made again; a
 // decision a person made is honoured; a call that needs a decision not
 // yet asked for pauses the task (errPaused); any other is made now.
-func (p *Pool) finishCall(ctx context.Context, r *running, in TaskInput, c master.CallRecord, usage master.Usage, log *slog.Logger) (string, error) {
+func (p *Pool) finishCall(ctx context.Context, r *running, in TaskInput, c master.CallRecord, log *slog.Logger) (string, error) {
 	if c.State == master.CallDone {
 		return c.Result, nil
 	}
@@ -146,20 +152,24 @@ func (p *Pool) finishCall(ctx context.Context, r *running, in TaskInput, c maste
 	switch {
 	case c.State == master.CallStarted:
 		res = master.ToolResult{Text: interruptedCall, IsError: true}
-	case p.cfg.Tools == nil || !p.cfg.Tools.Allows(in.Role.Tools, c.Name):
+	case p.cfg.Tools == nil || !p.cfg.Tools.Allows(in.GuildID, in.Role.Tools, c.Name):
 		res = master.ToolResult{Text: fmt.Sprintf("%s is not one of your tools: the call was not made.", c.Name), IsError: true}
+	case master.CheckArgs(c.Args) != nil:
+		// Refused before anyone is asked, or anything made: arguments a
+		// person and the tool could read two ways.
+		res = master.ToolResult{Text: "Not made: " + master.CheckArgs(c.Args).Error() + ".", IsError: true}
 	case c.Approval == master.ApprovalApproved:
 		var err error
-		if res, err = p.makeCall(ctx, r, c, log); err != nil {
+		if res, err = p.makeCall(ctx, r, in, c, log); err != nil {
 			return "", err
 		}
 	case c.Approval != "" && c.Approval != master.ApprovalPending:
 		res = master.ToolResult{Text: master.Denial(c.Approval), IsError: true}
-	case c.Approval == master.ApprovalPending || p.cfg.Tools.NeedsApproval(c.Name):
-		return "", p.pause(ctx, r, c, usage, log)
+	case c.Approval == master.ApprovalPending || p.cfg.Tools.NeedsApproval(in.Role.Tools, c.Name, c.Args):
+		return "", p.pause(ctx, r, c, log)
 	default:
 		var err error
-		if res, err = p.makeCall(ctx, r, c, log); err != nil {
+		if res, err = p.makeCall(ctx, r, in, c, log); err != nil {
 			return "", err
 		}
 	}
@@ -175,21 +185,21 @@ func (p *Pool) finishCall(ctx context.Context, r *running, in TaskInput, c maste
 }
 
 // makeCall marks the call started, then makes it.
-func (p *Pool) makeCall(ctx context.Context, r *running, c master.CallRecord, log *slog.Logger) (master.ToolResult, error) {
+func (p *Pool) makeCall(ctx context.Context, r *running, in TaskInput, c master.CallRecord, log *slog.Logger) (master.ToolResult, error) {
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	err := p.storeErr(r, "start tool call", p.store.StartToolCall(sctx, r.task.ID, r.task.Attempt, c.Seq))
 	cancel()
 	if err != nil {
 		return master.ToolResult{}, err
 	}
-	return p.cfg.Tools.Call(ctx, c.Name, c.Args), nil
+	return p.cfg.Tools.Call(ctx, in.GuildID, c.Name, c.Args), nil
 }
 
 // pause asks for a person's approval of call c and pauses the task; it
 // returns errPaused once the store has done both.
-func (p *Pool) pause(ctx context.Context, r *running, c master.CallRecord, usage master.Usage, log *slog.Logger) error {
+func (p *Pool) pause(ctx context.Context, r *running, c master.CallRecord, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	id, err := p.store.PauseForApproval(sctx, r.task.ID, r.task.Attempt, c.Seq, p.cfg.ApprovalTimeout, usage)
+	id, err := p.store.PauseForApproval(sctx, r.task.ID, r.task.Attempt, c.Seq, p.cfg.ApprovalTimeout, p.cfg.Tools.Approvers(c.Name))
 	cancel()
 	if err := p.storeErr(r, "pause for approval", err); err != nil {
 		return err

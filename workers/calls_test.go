@@ -21,7 +21,7 @@ type fakeTools struct {
 	calls []string // name args, in order
 }
 
-func (f *fakeTools) Offer(_ context.Context, allowed []string) ([]master.Tool, string) {
+func (f *fakeTools) Offer(_ context.Context, _ string, allowed []string) ([]master.Tool, string) {
 	var out []master.Tool
 	for _, a := range allowed {
 		out = append(out, master.Tool{Name: strings.Replace(a, ".", "__", 1), Parameters: json.RawMessage(`{"type":"object"}`)})
@@ -29,7 +29,7 @@ func (f *fakeTools) Offer(_ context.Context, allowed []string) ([]master.Tool, s
 	return out, "Some of your tools are unavailable right now: none, really."
 }
 
-func (f *fakeTools) Allows(allowed []string, name string) bool {
+func (f *fakeTools) Allows(_ string, allowed []string, name string) bool {
 	for _, a := range allowed {
 		if strings.Replace(a, ".", "__", 1) == name {
 			return true
@@ -38,7 +38,7 @@ func (f *fakeTools) Allows(allowed []string, name string) bool {
 	return false
 }
 
-func (f *fakeTools) NeedsApproval(name string) bool {
+func (f *fakeTools) NeedsApproval(_ []string, name, _ string) bool {
 	for _, a := range f.approve {
 		if a == name {
 			return true
@@ -47,7 +47,9 @@ func (f *fakeTools) NeedsApproval(name string) bool {
 	return false
 }
 
-func (f *fakeTools) Call(_ context.Context, name, args string) master.ToolResult {
+func (f *fakeTools) Approvers(string) []string { return nil }
+
+func (f *fakeTools) Call(_ context.Context, _, name, args string) master.ToolResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, name+" "+args)
@@ -67,7 +69,7 @@ type callLog struct {
 	recs     []master.CallRecord
 	results  []master.ToolResult // recorded, in order
 	paused   []int               // seqs a pause was asked for
-	usage    master.Usage        // counted by the pause
+	usage    master.Usage        // charged as the model calls returned
 	timeout  time.Duration
 	startErr error
 }
@@ -105,12 +107,18 @@ func (l *callLog) install(s *fakeStore) {
 		l.results = append(l.results, res)
 		return nil
 	}
-	s.PauseForApprovalFunc = func(_ context.Context, _ int64, _, seq int, timeout time.Duration, usage master.Usage) (int64, error) {
+	s.PauseForApprovalFunc = func(_ context.Context, _ int64, _, seq int, timeout time.Duration) (int64, error) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.paused = append(l.paused, seq)
-		l.usage, l.timeout = usage, timeout
+		l.timeout = timeout
 		return 7, nil
+	}
+	s.SettleSpendFunc = func(_ context.Context, _ int64, u master.Usage) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.usage = l.usage.Add(u)
+		return nil
 	}
 }
 
@@ -226,7 +234,7 @@ func TestToolCallsAreReplayedNotRepeated(t *testing.T) {
 }
 
 // A call that needs approval pauses the task: nothing is made or
-// completed, and the pause counts the usage so far; a decision recorded
+// completed, and the usage so far was charged as the model answered; a decision recorded
 // for it is honoured when the task runs again.
 func TestApprovalPausesThenIsHonoured(t *testing.T) {
 	t.Parallel()
@@ -283,5 +291,31 @@ func TestCallsPerStepAreBounded(t *testing.T) {
 	results := toolMessages(s.requests()[1])
 	if len(results) != maxCallsPerStep+2 {
 		t.Errorf("got %d results, want one per call (ids given to calls without one)", len(results))
+	}
+}
+
+// Arguments that a person and the tool could read two ways (a key given
+// twice, which JSON parsers resolve to the last), or that are not one
+// JSON object, are refused before anyone is asked: no request, no call,
+// and the model reads why.
+func TestAmbiguousArgumentsAreRefusedBeforeApproval(t *testing.T) {
+	t.Parallel()
+	tb := &fakeTools{approve: []string{"fs__write"}}
+	dup := `{"path":"/srv/notes/pricing.md","text":"` + strings.Repeat(" ", 700) + `","path":"/home/callon/.ssh/authorized_keys"}`
+	w, log, s := toolTask(t, tb, nil,
+		answer{resp: master.ChatResponse{ToolCalls: []master.ToolCall{
+			{ID: "w", Name: "fs__write", Arguments: dup},
+			{ID: "f", Name: "fetch_url", Arguments: `["https://example.com"]`},
+		}}},
+		call("r", ToolReport, `{"status":"done","result":"gave up"}`, master.Usage{}))
+	if got := w.only(t); got.State != master.TaskDone {
+		t.Fatalf("outcome %+v, want done", got)
+	}
+	if len(log.paused) != 0 || len(tb.made()) != 0 {
+		t.Errorf("paused %v and made %q, want neither", log.paused, tb.made())
+	}
+	res := toolMessages(s.requests()[1])
+	if !strings.Contains(res["w"], `Not made: the arguments give the key "path" twice`) || !strings.Contains(res["f"], "one JSON object") {
+		t.Errorf("the model read %q, want each refusal", res)
 	}
 }

@@ -22,18 +22,23 @@ type fakeStore struct {
 	ProgressFunc     func(ctx context.Context, taskID int64, attempt int, percent int, note string) error
 	TaskInputFunc    func(ctx context.Context, t master.Task) (TaskInput, error)
 	SweepExpiredFunc func(ctx context.Context) (int, int, error)
-	CheckSpendFunc   func(ctx context.Context, sessionID int64, pending int64) error
+	HoldSpendFunc    func(ctx context.Context, h master.Hold) error
+	SettleSpendFunc  func(ctx context.Context, id int64, u master.Usage) error
 
 	ToolCallsFunc        func(ctx context.Context, taskID int64) ([]master.CallRecord, error)
 	PlanToolCallsFunc    func(ctx context.Context, taskID int64, attempt, step int, calls []master.PlannedCall) ([]master.CallRecord, error)
 	StartToolCallFunc    func(ctx context.Context, taskID int64, attempt, seq int) error
 	RecordToolCallFunc   func(ctx context.Context, taskID int64, attempt, seq int, res master.ToolResult) error
-	PauseForApprovalFunc func(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, usage master.Usage) (int64, error)
+	PauseForApprovalFunc func(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration) (int64, error)
+	approvers            []string // passed to the latest pause
+
+	holds    sync.Mutex // guards lastHold
+	lastHold int64
 }
 
 var _ Store = (*fakeStore)(nil)
 
-func (f *fakeStore) ClaimTasks(ctx context.Context, workerID string, n int, lease time.Duration) ([]master.Task, error) {
+func (f *fakeStore) ClaimTasks(ctx context.Context, _ master.Scope, workerID string, n int, lease time.Duration) ([]master.Task, error) {
 	if f.ClaimTasksFunc == nil {
 		return nil, nil
 	}
@@ -106,11 +111,25 @@ func (f *fakeStore) SweepExpired(ctx context.Context) (int, int, error) {
 	return f.SweepExpiredFunc(ctx)
 }
 
-func (f *fakeStore) CheckSpend(ctx context.Context, sessionID int64, pending int64, _ master.Budget) error {
-	if f.CheckSpendFunc == nil {
+// HoldSpend grants every hold HoldSpendFunc does not refuse, numbered
+// from 1.
+func (f *fakeStore) HoldSpend(ctx context.Context, h master.Hold) (master.Held, error) {
+	if f.HoldSpendFunc != nil {
+		if err := f.HoldSpendFunc(ctx, h); err != nil {
+			return master.Held{}, err
+		}
+	}
+	f.holds.Lock()
+	defer f.holds.Unlock()
+	f.lastHold++
+	return master.Held{ID: f.lastHold}, nil
+}
+
+func (f *fakeStore) SettleSpend(ctx context.Context, id int64, u master.Usage) error {
+	if f.SettleSpendFunc == nil {
 		return nil
 	}
-	return f.CheckSpendFunc(ctx, sessionID, pending)
+	return f.SettleSpendFunc(ctx, id, u)
 }
 
 func (f *fakeStore) ToolCalls(ctx context.Context, taskID int64) ([]master.CallRecord, error) {
@@ -141,11 +160,12 @@ func (f *fakeStore) RecordToolCall(ctx context.Context, taskID int64, attempt, s
 	return f.RecordToolCallFunc(ctx, taskID, attempt, seq, res)
 }
 
-func (f *fakeStore) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, usage master.Usage) (int64, error) {
+func (f *fakeStore) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, approvers []string) (int64, error) {
+	f.approvers = approvers
 	if f.PauseForApprovalFunc == nil {
 		return 0, nil
 	}
-	return f.PauseForApprovalFunc(ctx, taskID, attempt, seq, timeout, usage)
+	return f.PauseForApprovalFunc(ctx, taskID, attempt, seq, timeout)
 }
 
 // fakeLLM is a master.LLM calling ChatFunc.

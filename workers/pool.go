@@ -25,8 +25,9 @@ import (
 // it). Every method that acts on one task is guarded by its attempt and
 // returns master.ErrStale when the task is no longer running under it.
 type Store interface {
-	// ClaimTasks leases up to n claimable tasks to workerID for lease.
-	ClaimTasks(ctx context.Context, workerID string, n int, lease time.Duration) ([]master.Task, error)
+	// ClaimTasks leases up to n claimable tasks of scope's sessions to
+	// workerID for lease.
+	ClaimTasks(ctx context.Context, scope master.Scope, workerID string, n int, lease time.Duration) ([]master.Task, error)
 	// ExtendLeases extends the leases of the running tasks of refs to
 	// now+lease, in one statement that never waits on a row, and returns
 	// the ids of those no longer running under their attempt.
@@ -47,10 +48,10 @@ type Store interface {
 	TaskInput(ctx context.Context, t master.Task) (TaskInput, error)
 	// SweepExpired takes back the tasks whose lease expired.
 	SweepExpired(ctx context.Context) (requeued, failed int, err error)
-	// CheckSpend returns a *master.BudgetError when the session's token
-	// budget, or its guild's of the day, is spent, counting pending tokens
-	// used but not charged yet; def gives the budgets admins did not set.
-	CheckSpend(ctx context.Context, sessionID int64, pending int64, def master.Budget) error
+	// SpendStore holds each model call's worst case against the
+	// session's budgets before it is made, and settles it to what it used
+	// when it returns (see master.Meter).
+	master.SpendStore
 
 	// PlanToolCalls records the calls of one model answer before any is
 	// made, numbered after the task's earlier calls.
@@ -60,8 +61,9 @@ type Store interface {
 	// RecordToolCall records a call's result with its TOOL signal.
 	RecordToolCall(ctx context.Context, taskID int64, attempt, seq int, res master.ToolResult) error
 	// PauseForApproval pauses a running task until a person decides on
-	// its call seq, counting usage, and posts the request (once per call).
-	PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, usage master.Usage) (int64, error)
+	// its call seq, and posts the request (once per call), naming the
+	// Discord roles of its approvers, if any.
+	PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, approvers []string) (int64, error)
 }
 
 // TaskInput is everything a worker is allowed to see for one task: the
@@ -96,6 +98,9 @@ type Config struct {
 	// ID names this worker process in the task rows; default
 	// hostname-pid-random.
 	ID string
+	// Scope is the sessions whose tasks the pool runs: a chat's pool
+	// runs its own teams' only, with its own model and tools.
+	Scope master.Scope
 	// Slots is how many tasks run at once; a claim asks for at most the
 	// free ones.
 	Slots int
@@ -120,8 +125,11 @@ type Config struct {
 	// Model calls whose tool calls were recorded count across attempts.
 	MaxSteps int
 	// Budget is the deployment's token budgets: no model call starts for a
-	// session past one (see Store.CheckSpend).
+	// session past one (see master.Meter).
 	Budget master.Budget
+	// MaxOutput is the max_tokens of calls whose role sets none
+	// (CALLON_MAX_OUTPUT_TOKENS); master.DefaultMaxOutput when zero.
+	MaxOutput int
 	// Tools runs the tools roles may use; nil gives roles none.
 	Tools Toolbox
 	// ApprovalTimeout is how long a call that needs a person's approval
@@ -147,16 +155,16 @@ type Metrics interface {
 	// ToolCalled counts a worker's tool call by tool and result ("ok" or
 	// "invalid"); caller is "worker".
 	ToolCalled(caller, tool, result string)
-	// TaskEnded counts a task whose outcome was written, by its state,
-	// with its time in this worker.
-	TaskEnded(state master.TaskState, took time.Duration)
+	// TaskEnded counts a task whose outcome was written, by its role and
+	// state, with its time in this worker.
+	TaskEnded(role string, state master.TaskState, took time.Duration)
 }
 
 // noMetrics discards.
 type noMetrics struct{}
 
-func (noMetrics) ToolCalled(string, string, string)         {}
-func (noMetrics) TaskEnded(master.TaskState, time.Duration) {}
+func (noMetrics) ToolCalled(string, string, string)                 {}
+func (noMetrics) TaskEnded(string, master.TaskState, time.Duration) {}
 
 func (c Config) withDefaults() Config {
 	c.ID = cmp.Or(c.ID, master.NewOwner())
@@ -184,7 +192,7 @@ func (c Config) withDefaults() Config {
 type Pool struct {
 	cfg     Config
 	store   Store
-	llm     master.LLM
+	meter   master.Meter // the model, every call charged as it returns
 	logger  *slog.Logger
 	metrics Metrics
 
@@ -217,11 +225,12 @@ func New(cfg Config, store Store, llm master.LLM, logger *slog.Logger) *Pool {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
+	log := logger.With("component", "workers", "worker_id", cfg.ID)
 	return &Pool{
 		cfg:     cfg,
 		store:   store,
-		llm:     llm,
-		logger:  logger.With("component", "workers", "worker_id", cfg.ID),
+		meter:   master.Meter{Store: store, LLM: llm, MaxOutput: cfg.MaxOutput, Log: log},
+		logger:  log,
 		metrics: cfg.Metrics,
 		running: make(map[int64]*running),
 
@@ -340,7 +349,7 @@ func (p *Pool) claim(ctx context.Context) ([]*running, error) {
 		return nil, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	tasks, err := p.store.ClaimTasks(cctx, p.cfg.ID, free, p.cfg.Lease)
+	tasks, err := p.store.ClaimTasks(cctx, p.cfg.Scope, p.cfg.ID, free, p.cfg.Lease)
 	cancel()
 	if err != nil {
 		return nil, err

@@ -109,12 +109,13 @@ func interrupted(ctx context.Context) end {
 
 // converse runs the model until it reports, at most MaxSteps calls,
 // counting those whose tool calls earlier attempts recorded: their calls
-// are replayed, not made again. It returns an error only when ctx ended,
-// with the usage so far, or errPaused when the task waits for a person's
-// approval of a call.
+// are replayed, not made again. Each call is charged as it returns (see
+// call); the outcome's usage only sums them, for the log. It returns an
+// error only when ctx ended, with the usage so far, or errPaused when the
+// task waits for a person's approval of a call.
 func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog.Logger) (master.Outcome, error) {
 	model := cmp.Or(in.Role.Model, p.cfg.WorkerModel)
-	offered, notice := p.offer(ctx, in.Role.Tools)
+	offered, notice := p.offer(ctx, in.GuildID, in.Role.Tools)
 	req := master.ChatRequest{
 		Model:       model,
 		Messages:    messages(r.task, in, p.cfg.Vision != nil && p.cfg.Vision(model), len(offered) > 0, notice),
@@ -136,7 +137,7 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 		}
 	}
 	// The calls earlier attempts recorded came with the task's input.
-	replay, first, err := p.replayed(ctx, r, in, in.Calls, usage, log)
+	replay, first, err := p.replayed(ctx, r, in, in.Calls, log)
 	if err != nil {
 		return ended(err)
 	}
@@ -144,30 +145,26 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 
 	var last error // the latest validation error
 	retried := false
-	spend := in.Spend // read with the input: the first check reads nothing
 	for step := first; step < p.cfg.MaxSteps; step++ {
 		if err := ctx.Err(); err != nil {
 			return master.Outcome{Usage: usage}, err
-		}
-		spent, stop := p.overBudget(ctx, r.task, usage, spend, log)
-		spend = nil
-		if stop {
-			if err := ctx.Err(); err != nil {
-				return master.Outcome{Usage: usage}, err // stopped meanwhile: not the budget
-			}
-			return spent, nil
 		}
 		if step == p.cfg.MaxSteps-1 && len(offered) > 0 && step > 0 {
 			req.Messages = append(req.Messages, master.Message{Role: master.RoleUser,
 				Content: "This is your last step: call " + ToolReport + " now with what you have."})
 		}
-		resp, err := p.llm.Chat(ctx, req)
-		resp.Usage.Model = cmp.Or(resp.Usage.Model, req.Model)
+		resp, made, err := p.call(ctx, r.task, req, log)
 		usage = usage.Add(resp.Usage)
-		if err != nil {
-			if ctx.Err() != nil {
-				return master.Outcome{Usage: usage}, ctx.Err()
-			}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return master.Outcome{Usage: usage}, ctx.Err() // stopped meanwhile: not the budget
+		case errors.Is(err, master.ErrBudget):
+			log.Info("budget spent; the task stops before its model call", "err", err)
+			return failed("stopped: "+err.Error(), usage), nil
+		case !made:
+			return failed("could not hold the model call's tokens against the budget: "+err.Error(), usage), nil
+		default:
 			return failed("model error: "+err.Error(), usage), nil
 		}
 		callIDs(resp.ToolCalls, step)
@@ -192,7 +189,7 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 			if err != nil {
 				return ended(err)
 			}
-			results, err := p.finishCalls(ctx, r, in, recs, usage, log)
+			results, err := p.finishCalls(ctx, r, in, recs, log)
 			if err != nil {
 				return ended(err)
 			}
@@ -206,32 +203,17 @@ func (p *Pool) converse(ctx context.Context, r *running, in TaskInput, log *slog
 	return failed(msg, usage), nil
 }
 
-// overBudget checks, before a model call, the session's budgets with the
-// tokens this task used so far: a session past one gets no more calls, and
-// its task ends failed (so its round still ends, and the master, which
-// calls no model either, answers with the budget). A budget that cannot
-// be checked stops the task too: no path spends unchecked.
-//
-// spend, when not nil, is the session's spending read with the task's
-// input a moment ago: checked without a read of its own.
-func (p *Pool) overBudget(ctx context.Context, t master.Task, used master.Usage, spend *master.Spend, log *slog.Logger) (master.Outcome, bool) {
-	var err error
-	if spend != nil {
-		err = spend.Check(used.Total(), p.cfg.Budget)
-	} else {
-		cctx, cancel := context.WithTimeout(ctx, storeTimeout)
-		err = p.store.CheckSpend(cctx, t.SessionID, used.Total(), p.cfg.Budget)
-		cancel()
-	}
-	switch {
-	case err == nil:
-		return master.Outcome{}, false
-	case errors.Is(err, master.ErrBudget):
-		log.Info("budget spent; the task stops before its model call", "err", err)
-		return failed("stopped: "+err.Error(), used), true
-	default:
-		return failed("could not check the token budget: "+err.Error(), used), true
-	}
+// call makes one model call through the meter: its worst case is held
+// against the session's budgets first (a session past one gets no more
+// calls, and its task ends failed, so its round still ends and the
+// master, which calls no model either, answers with the budget; a budget
+// that cannot be checked stops the task too: no path spends unchecked),
+// and it is charged to the session and the task when it returns, whatever
+// then becomes of the task. made says whether the model was called.
+func (p *Pool) call(ctx context.Context, t master.Task, req master.ChatRequest, log *slog.Logger) (master.ChatResponse, bool, error) {
+	h := master.Hold{SessionID: t.SessionID, TaskID: t.ID, Owner: p.cfg.ID, Budget: p.cfg.Budget}
+	resp, held, err := p.meter.Chat(ctx, h, req)
+	return resp, held.ID != 0, err
 }
 
 func failed(msg string, usage master.Usage) master.Outcome {
@@ -293,7 +275,7 @@ func (p *Pool) answer(ctx context.Context, r *running, in TaskInput, resp master
 			p.progress(ctx, r, pr, log)
 			replies = append(replies, toolReply(c.ID, "noted"))
 		default:
-			if p.cfg.Tools != nil && p.cfg.Tools.Allows(in.Role.Tools, c.Name) {
+			if p.cfg.Tools != nil && p.cfg.Tools.Allows(in.GuildID, in.Role.Tools, c.Name) {
 				if len(calls) < maxCallsPerStep {
 					calls = append(calls, c)
 					p.metrics.ToolCalled("worker", "role_tool", "ok")
@@ -350,7 +332,7 @@ func (p *Pool) complete(ctx context.Context, t master.Task, out master.Outcome, 
 	case err != nil:
 		log.Warn("task outcome not written; its lease will expire", "state", out.State, "err", err)
 	default:
-		p.metrics.TaskEnded(out.State, time.Since(start))
+		p.metrics.TaskEnded(t.Role, out.State, time.Since(start))
 		attrs := []any{"state", out.State, "tokens", out.Usage.Total(), "duration", time.Since(start).Round(time.Millisecond)}
 		if out.Error != "" {
 			attrs = append(attrs, "error", out.Error)

@@ -211,44 +211,60 @@ func TestTaskOutcomes(t *testing.T) {
 	}
 }
 
-// No model call starts for a session past its budget: the check before
-// each call counts the task's own tokens not charged yet, and the task
-// ends failed with what it used, so its round still ends.
+// No model call starts for a session past its budget: each call's worst
+// case is held first, and a refused hold ends the task failed with what it
+// used, so its round still ends. Every call is settled with its own usage
+// as it returns, on the task's hold.
 func TestTaskStopsAtTheBudget(t *testing.T) {
 	t.Parallel()
 	u := func(p, c int64) master.Usage { return master.Usage{PromptTokens: p, CompletionTokens: c} }
 	progress := func(id string) answer { return call(id, ToolProgress, `{"percent":10,"note":"x"}`, u(10, 5)) }
 	tests := []struct {
 		name    string
-		check   func(pending int64) error
+		hold    func(charged int64) error // charged: settled so far
 		answers []answer
 		want    master.Outcome
 	}{
 		{name: "spent before the task: no call",
-			check: func(int64) error { return &master.BudgetError{Limit: 100, Used: 100} },
-			want:  master.Outcome{State: master.TaskFailed, Error: "stopped: team budget of 100 tokens spent"}},
+			hold: func(int64) error { return &master.BudgetError{Limit: 100, Used: 100} },
+			want: master.Outcome{State: master.TaskFailed, Error: "stopped: team budget of 100 tokens spent"}},
 		{name: "crossed by the task's own calls",
-			check: func(pending int64) error {
-				if pending >= 20 {
-					return &master.BudgetError{Limit: 20, Used: pending}
+			hold: func(charged int64) error {
+				if charged >= 20 {
+					return &master.BudgetError{Limit: 20, Used: charged}
 				}
 				return nil
 			},
 			answers: []answer{progress("p1"), progress("p2")},
 			want:    master.Outcome{State: master.TaskFailed, Error: "stopped: team budget of 20 tokens spent (30 used)", Usage: u(20, 10)}},
 		{name: "a budget that cannot be checked stops the task too",
-			check: func(int64) error { return errors.New("database away") },
-			want:  master.Outcome{State: master.TaskFailed, Error: "could not check the token budget: database away"}},
+			hold: func(int64) error { return errors.New("database away") },
+			want: master.Outcome{State: master.TaskFailed, Error: "could not hold the model call's tokens against the budget: database away"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			w := newTaskWorld()
-			w.store.CheckSpendFunc = func(_ context.Context, sessionID int64, pending int64) error {
-				if sessionID != researchTask.SessionID {
-					t.Errorf("checked session %d, want %d", sessionID, researchTask.SessionID)
+			var mu sync.Mutex
+			var charged int64
+			var settled []master.Usage
+			w.store.HoldSpendFunc = func(_ context.Context, h master.Hold) error {
+				if h.SessionID != researchTask.SessionID || h.TaskID != researchTask.ID || h.Owner != "w1" {
+					t.Errorf("held for session %d task %d owner %q, want %d, %d, w1", h.SessionID, h.TaskID, h.Owner, researchTask.SessionID, researchTask.ID)
 				}
-				return tt.check(pending)
+				if h.CompletionTokens != master.DefaultMaxOutput || h.PromptTokens <= 0 {
+					t.Errorf("held %d+%d, want the prompt's worst case and the default max output", h.PromptTokens, h.CompletionTokens)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				return tt.hold(charged)
+			}
+			w.store.SettleSpendFunc = func(_ context.Context, _ int64, u master.Usage) error {
+				mu.Lock()
+				defer mu.Unlock()
+				charged += u.Total()
+				settled = append(settled, u)
+				return nil
 			}
 			s := &scripted{answers: tt.answers}
 			p := New(Config{ID: "w1", SweepEvery: -1}, w.store, s.llm(t), discard())
@@ -259,6 +275,52 @@ func TestTaskStopsAtTheBudget(t *testing.T) {
 			}
 			if n := len(s.requests()); n != len(tt.answers) {
 				t.Errorf("model called %d times, want %d", n, len(tt.answers))
+			}
+			if len(settled) != len(tt.answers) {
+				t.Errorf("settled %d calls, want each of the %d made", len(settled), len(tt.answers))
+			}
+		})
+	}
+}
+
+// A task dropped mid-way (its lease lost, its session dissolved, the pool
+// shutting down) writes no outcome, but every model call it made was
+// charged as it returned: nothing it spent escapes the budgets.
+func TestDroppedTaskHasPaidForItsCalls(t *testing.T) {
+	t.Parallel()
+	for _, cause := range []error{master.ErrStale, errSessionCancelled, context.Canceled} {
+		t.Run(cause.Error(), func(t *testing.T) {
+			t.Parallel()
+			w := newTaskWorld()
+			var mu sync.Mutex
+			var charged master.Usage
+			w.store.SettleSpendFunc = func(_ context.Context, _ int64, u master.Usage) error {
+				mu.Lock()
+				defer mu.Unlock()
+				charged = charged.Add(u)
+				return nil
+			}
+			var r *running
+			calls := 0
+			llm := &fakeLLM{ChatFunc: func(ctx context.Context, req master.ChatRequest) (master.ChatResponse, error) {
+				calls++
+				if calls == 3 {
+					r.cancel(cause) // dropped while its third call is in flight
+					<-ctx.Done()
+					return master.ChatResponse{Usage: master.Usage{PromptTokens: 7}}, ctx.Err()
+				}
+				return master.ChatResponse{Usage: master.Usage{PromptTokens: 100, CompletionTokens: 200},
+					ToolCalls: []master.ToolCall{{ID: fmt.Sprint("p", calls), Name: ToolProgress, Arguments: `{"percent":1,"note":"x"}`}}}, nil
+			}}
+			p := New(Config{ID: "w1", SweepEvery: -1}, w.store, llm, discard())
+			tctx, cancel := context.WithCancelCause(context.Background())
+			r = &running{task: researchTask, ctx: tctx, cancel: cancel}
+			p.runTask(context.Background(), r, func() {})
+			if c := w.completed.all(); len(c) > 0 {
+				t.Errorf("a dropped task wrote %+v", c)
+			}
+			if charged.Total() != 607 {
+				t.Errorf("charged %+v, want the 607 tokens of the three calls made", charged)
 			}
 		})
 	}
@@ -271,9 +333,10 @@ func TestTaskRequest(t *testing.T) {
 		name      string
 		role      master.Role
 		wantModel string
+		wantMax   int // max_tokens: the role's, else the bound every call has
 	}{
-		{name: "role model", role: master.Role{Name: "researcher", Model: "big", Temperature: &temp, MaxTokens: 900}, wantModel: "big"},
-		{name: "worker model", role: master.Role{Name: "researcher"}, wantModel: "default-worker"},
+		{name: "role model", role: master.Role{Name: "researcher", Model: "big", Temperature: &temp, MaxTokens: 900}, wantModel: "big", wantMax: 900},
+		{name: "worker model", role: master.Role{Name: "researcher"}, wantModel: "default-worker", wantMax: master.DefaultMaxOutput},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -287,9 +350,9 @@ func TestTaskRequest(t *testing.T) {
 			runTaskNow(context.Background(), p, researchTask)
 
 			req := s.requests()[0]
-			if req.Model != tt.wantModel || req.Temperature != tt.role.Temperature || req.MaxTokens != tt.role.MaxTokens {
+			if req.Model != tt.wantModel || req.Temperature != tt.role.Temperature || req.MaxTokens != tt.wantMax {
 				t.Errorf("request model %q, temperature %v, max tokens %d; want %q, %v, %d",
-					req.Model, req.Temperature, req.MaxTokens, tt.wantModel, tt.role.Temperature, tt.role.MaxTokens)
+					req.Model, req.Temperature, req.MaxTokens, tt.wantModel, tt.role.Temperature, tt.wantMax)
 			}
 			if req.ToolChoice != "auto" || len(req.Tools) != 2 || req.Tools[0].Name != ToolReport || req.Tools[1].Name != ToolProgress {
 				t.Errorf("request tool choice %q, tools %v; want auto with report and progress", req.ToolChoice, req.Tools)

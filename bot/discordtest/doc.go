@@ -57,6 +57,12 @@
 // interactions. An interaction's member permissions stay what the test
 // says they are.
 //
+// A web app may sign people in with OAuth2 (see oauth.go): GET
+// /oauth2/authorize redirects at once with a code (AuthorizeAs picks the
+// person), POST /api/oauth2/token exchanges it with the client secret
+// (OAuthClientSecret), and a Bearer token reads GET /api/v10/users/@me
+// and /users/@me/guilds (owner and permissions per guild).
+//
 // The server validates what the bot sends: message components (at most 5
 // action rows of 1 to 5 buttons or one select menu; custom_ids of at most
 // 100 characters, unique in the message; link buttons with a url and no

@@ -59,6 +59,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /gateway/", s.handleGateway)
 	mux.HandleFunc("GET /cdn/attachments/{c}/{id}/{name}", s.serveAttachment)
 	mux.HandleFunc("GET /media/attachments/{c}/{id}/{name}", s.serveAttachment)
+	s.oauthRoutes(mux)
 	handlers := map[Route]handler{
 		RouteGetGateway:                s.getGateway,
 		RouteGetGatewayBot:             s.getGateway,

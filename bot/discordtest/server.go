@@ -65,7 +65,11 @@ type Server struct {
 	outage     bool // StopGateway was called, StartGateway not since
 	intents    discordgo.Intent
 
-	onAck func(*Interaction) // see OnAck
+	onAck       func(*Interaction)    // see OnAck
+	oauthSecret string                // the application's client secret
+	oauthUser   string                // who authorizes next; "" is the default user
+	oauthCodes  map[string]oauthGrant // codes not yet exchanged
+	oauthTokens map[string]oauthGrant // access tokens
 }
 
 // New starts a fake Discord and stops it when the test ends.

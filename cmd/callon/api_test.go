@@ -64,7 +64,7 @@ func (c *apiClient) send(method, path string, body any, at time.Time, id, secret
 		c.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	webhook.SignRequest(req.Header, secret, id, at, raw)
+	webhook.SignAPIRequest(req.Header, secret, id, at, method, path, raw)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.t.Errorf("%s %s: %v", method, path, err)
@@ -84,18 +84,21 @@ func (c *apiClient) do(method, path string, body any) apiResponse {
 }
 
 // callbackReceiver is a dispatcher's callback endpoint: it verifies
-// every delivery with webhook.Verify and keeps it.
+// every delivery with webhook.Verify, with the secret derived for
+// callbacks, and keeps it.
 type callbackReceiver struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	got []map[string]any
+	srv     *httptest.Server
+	mu      sync.Mutex
+	got     []map[string]any
+	headers []http.Header // of each delivery
+	bodies  [][]byte
 }
 
 func newCallbackReceiver(t *testing.T) *callbackReceiver {
 	r := &callbackReceiver{}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
-		id, err := webhook.Verify(apiSecret, req.Header, body, time.Now())
+		id, err := webhook.Verify(webhook.CallbackSecret(apiSecret), req.Header, body, time.Now())
 		if err != nil {
 			t.Errorf("callback %s does not verify: %v", body, err)
 			w.WriteHeader(http.StatusUnauthorized)
@@ -107,6 +110,7 @@ func newCallbackReceiver(t *testing.T) *callbackReceiver {
 		}
 		r.mu.Lock()
 		r.got = append(r.got, ev)
+		r.headers, r.bodies = append(r.headers, req.Header.Clone()), append(r.bodies, body)
 		r.mu.Unlock()
 	}))
 	t.Cleanup(r.srv.Close)
@@ -218,6 +222,24 @@ func TestAPIDispatchWithCallback(t *testing.T) {
 		lr, _ := v.Body["last_report"].(map[string]any)
 		return v.Status == 200 && lr != nil && lr["summary"] == "RESULT: the signup endpoint is live" && v.Body["state"] == "active"
 	}, "GET /v1/sessions/{id} showing the report")
+	// The callback's receiver cannot replay the delivery as a request
+	// of its own: it was signed with the key derived for callbacks, over
+	// the body alone.
+	rcv.mu.Lock()
+	h, b := rcv.headers[0], rcv.bodies[0]
+	rcv.mu.Unlock()
+	req, _ := http.NewRequest("GET", c.base+fmt.Sprintf("/v1/sessions/%d", int64(sessionID)), bytes.NewReader(b))
+	for _, k := range []string{"webhook-id", "webhook-timestamp", "webhook-signature"} {
+		req.Header.Set(k, h.Get(k))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a callback delivery replayed as GET /v1/sessions/{id}: %s, want 401", resp.Status)
+	}
 
 	// A message through the API: echoed in the thread, answered there.
 	m := c.do("POST", fmt.Sprintf("/v1/sessions/%d/messages", int64(sessionID)),

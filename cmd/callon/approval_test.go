@@ -54,6 +54,7 @@ func approvalWorld(t *testing.T, messages int, env ...string) (*world, string) {
 mcp_servers:
   ops:
     command: [%q]
+    guilds: all
     env: {MCPTEST_COUNTER_FILE: %q}
     approval: [counter]
 roles:
@@ -119,7 +120,7 @@ func TestApprovalApprovedRefusedAndDenied(t *testing.T) {
 	thread := w.team("Count carefully")
 	msg := w.say(thread, "count once")
 	req, approve, deny := w.approvalRequest(thread, 1)
-	mustContain(t, "request", req.Content, "**engineer** asks to call **ops.counter** with `{}`", "can approve or deny")
+	mustContain(t, "request", req.Content, "**engineer** asks to call `ops.counter` with:\n```json\n{}\n```", "can approve or deny")
 	if approve == "" || deny == "" {
 		t.Fatalf("request buttons %+v, want Approve and Deny", req.Buttons())
 	}
@@ -130,7 +131,7 @@ func TestApprovalApprovedRefusedAndDenied(t *testing.T) {
 		t.Errorf("no NEED_APPROVAL signal:\n%s", strings.Join(sigs, "\n"))
 	}
 	status := w.statusOf(thread, "waits for approval")
-	mustContain(t, "status message", status, "**engineer** — waits for approval · ops.counter")
+	mustContain(t, "status message", status, "**engineer** — waits for approval · `ops.counter`")
 
 	bystander := w.dc.AddUser("bystander")
 	ix := w.dc.ClickButton(t, discordtest.ClickButton{MessageID: req.ID, CustomID: approve, ChannelID: thread, UserID: bystander, Permissions: member})
@@ -247,6 +248,7 @@ func TestNoRepeatedCallAfterACrash(t *testing.T) {
 mcp_servers:
   ops:
     command: [%q]
+    guilds: all
     env: {MCPTEST_COUNTER_FILE: %q}
 roles:
   - {name: engineer, description: Runs things, prompt: You run things., tools: [ops.counter]}
@@ -271,5 +273,105 @@ roles:
 	}
 	if sigs := w.signals(thread); !hasSignal(sigs, "ACK", `"attempt":2`) {
 		t.Errorf("the task was not run again by the survivor:\n%s", strings.Join(sigs, "\n"))
+	}
+}
+
+// An approval request shows every argument: in the message when they
+// fit, else the first lines there and all of them attached as
+// arguments.json. Where the operator names approvers, the team's owner
+// cannot approve their own team's calls, nor can a thread manager; a
+// member with the approvers' role can. Arguments with a key given twice
+// are refused before anyone is asked. (The request used to cut the
+// arguments to 600 characters, so a second "path" after padding was
+// never seen, and the owner approved their own calls.)
+func TestApprovalShowsEveryArgumentToItsApprovers(t *testing.T) {
+	t.Parallel()
+	tail := "/home/callon/.ssh/authorized_keys"
+	long := strings.Repeat("pad ", 600) + tail
+	dup := `{"text":"/srv/notes/pricing.md","pad":"` + strings.Repeat(" ", 700) + `","text":"` + tail + `"}`
+	dc := discordtest.New(t)
+	approvers := dc.AddRole(dc.GuildID(), "approvers", 0)
+	w := newWorld(t, dc, llmtest.Switch(
+		llmtest.Match(masterPrompt, masterFor(2)),
+		llmtest.Match("You are the engineer", func(r llmtest.Request) llmtest.Reply {
+			switch {
+			case len(r.ToolResults()) > 0:
+				return report("TOOL SAID: " + lastToolResult(r))
+			case strings.Contains(r.LastUser(), "count 0"):
+				return llmtest.Call("ops__echo", map[string]any{"text": long})
+			}
+			return llmtest.RawCall("ops__echo", dup)
+		})))
+	w.withRolesFile(fmt.Sprintf(`
+mcp_servers:
+  ops:
+    command: [%q]
+    guilds: all
+    approval: required
+    approvers: [%q]
+roles:
+  - {name: engineer, description: Runs things, prompt: You run things., tools: [ops.*]}
+`, mcpServerBin, approvers))
+	w.start()
+	thread := w.team("Echo carefully")
+	msg := w.say(thread, "echo it")
+	req, approve, _ := w.approvalRequest(thread, 1)
+	mustContain(t, "request", req.Content, "`ops.echo`", "every argument is in the attached `arguments.json`",
+		"A member with <@&"+approvers+"> (never the member who started the team) can approve or deny it")
+	if strings.Contains(req.Content, tail) {
+		t.Errorf("the message shows the arguments' end, want it in the file: %q", req.Content)
+	}
+	if len(req.Attachments) != 1 || req.Attachments[0].Filename != "arguments.json" || !strings.Contains(string(req.Attachments[0].Data), tail) {
+		t.Fatalf("attachments %+v, want arguments.json with every argument", req.Attachments)
+	}
+	// The owner may not approve their own team's call, nor a moderator.
+	for _, who := range []struct {
+		user  string
+		perms int64
+	}{{w.dc.UserID(), member | discordgo.PermissionAdministrator}, {w.dc.AddUser("mod"), member | discordgo.PermissionManageThreads}} {
+		ix := w.dc.ClickButton(t, discordtest.ClickButton{MessageID: req.ID, CustomID: approve, ChannelID: thread, UserID: who.user, Permissions: who.perms})
+		w.dc.WaitFor(t, func() bool { return len(ix.Followups()) > 0 }, "the refusal")
+		if f := ix.Followups()[0]; !f.Ephemeral || !strings.Contains(f.Content, "decided by the members the operator named") {
+			t.Errorf("refusal %+v", f)
+		}
+	}
+	ann := w.dc.AddUser("ann")
+	w.dc.SetMemberRoles(w.dc.GuildID(), ann, approvers)
+	w.dc.ClickButton(t, discordtest.ClickButton{MessageID: req.ID, CustomID: approve, ChannelID: thread, UserID: ann, Permissions: member})
+	mustContain(t, "approved request", w.settled(thread, req.ID), "✅ Approved by <@"+ann+">")
+	mustContain(t, "reply", w.waitReply(thread, msg), "TOOL SAID: pad pad")
+
+	// Two keys "text": refused, nothing asked.
+	msg = w.say(thread, "echo again")
+	mustContain(t, "reply", w.waitReply(thread, msg), `Not made: the arguments give the key "text" twice`)
+	for _, m := range w.botMessages(thread) {
+		if strings.HasPrefix(m.Content, "🔐") && m.ID != req.ID {
+			t.Errorf("a request was posted for arguments with a key twice: %q", m.Content)
+		}
+	}
+}
+
+// A click that lands after the request expired, in a process whose
+// sweeper has not expired it yet, approves nothing: the message says it
+// expired, the clicker is told, and the call is never made. (Only the
+// sweeper enforced the expiry, and only where workers run.)
+func TestLateClickApprovesNothing(t *testing.T) {
+	t.Parallel()
+	w, counter := approvalWorld(t, 1, "CALLON_APPROVAL_TIMEOUT", "1s", "CALLON_SWEEP_INTERVAL", "1h", "CALLON_TASK_LEASE", "1h")
+	w.start()
+	thread := w.team("Count late")
+	msg := w.say(thread, "count")
+	req, approve, _ := w.approvalRequest(thread, 1)
+	w.dc.WaitFor(t, func() bool { return w.count(`SELECT count(*)::int FROM approvals WHERE expires_at < now()`) == 1 }, "the request to expire")
+	if n := w.count(`SELECT count(*)::int FROM approvals WHERE state = 'pending'`); n != 1 {
+		t.Fatalf("%d pending requests, want the expired one still pending (no sweep)", n)
+	}
+	ix := w.dc.ClickButton(t, discordtest.ClickButton{MessageID: req.ID, CustomID: approve, ChannelID: thread, Permissions: member})
+	w.dc.WaitFor(t, func() bool { return len(ix.Followups()) > 0 }, "the answer to the late click")
+	mustContain(t, "late click", ix.Followups()[0].Content, "had expired: nothing was approved")
+	mustContain(t, "expired request", w.settled(thread, req.ID), "Nobody decided in time")
+	mustContain(t, "reply", w.waitReply(thread, msg), "TOOL SAID: Nobody approved this call in time")
+	if n := counterLines(t, counter); n != 0 {
+		t.Errorf("the counter ran %d times, want never", n)
 	}
 }

@@ -27,7 +27,10 @@ func TestBenchQuick(t *testing.T) {
 		}
 		return ""
 	})
-	var out, errs bytes.Buffer
+	var out bytes.Buffer
+	// discordgo logs through one global hook, to the last bot's logger:
+	// another test's gateway may write to errs while the bench does.
+	var errs syncBuffer
 	// This test binary runs as callon when asked (TestMain).
 	command := func(env map[string]string) *exec.Cmd {
 		cmd := selfCommand(env)

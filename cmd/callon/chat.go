@@ -1,25 +1,25 @@
 package main
 
 import (
-	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
+	"log/slog"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/callonbot/callon/config"
+	"github.com/callonbot/callon/internal/demo"
 	"github.com/callonbot/callon/llm"
+	"github.com/callonbot/callon/llm/llmfake"
 	"github.com/callonbot/callon/master"
 	"github.com/callonbot/callon/store"
+	"github.com/callonbot/callon/terminal"
 	"github.com/callonbot/callon/workers"
 )
 
@@ -27,44 +27,108 @@ import (
 // configured for a guild never apply to them.
 const chatGuild = "terminal"
 
+// chatUser is the person at the terminal: the owner of its teams.
+const chatUser = "you"
+
+// chatFlags are callon chat's flags.
+type chatFlags struct {
+	goal, rolesFile     string
+	resume, demo, plain bool
+	verbose             bool
+}
+
+const chatSummary = `talk to a team in the terminal; needs DATABASE_URL and a model server (OPENAI_*), not Discord.
+  callon chat --goal "plan a launch"   a new team
+  callon chat --resume                 the team you talked to last
+  callon chat --demo                   a team with a scripted model: needs only DATABASE_URL`
+
+func parseChat(args []string, stderr io.Writer) (chatFlags, bool, error) {
+	var f chatFlags
+	ok, err := parseCommand("chat", chatSummary, args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&f.goal, "goal", "", "what a new team works on")
+		fs.BoolVar(&f.resume, "resume", false, "reopen the team you talked to last (one no other chat shows)")
+		fs.BoolVar(&f.demo, "demo", false, "a team whose model is a script built into callon: no model server, no key")
+		fs.StringVar(&f.rolesFile, "channel-roles", "", "a roles file (as CALLON_ROLES_FILE) whose default roster the team gets")
+		fs.BoolVar(&f.verbose, "verbose", false, "show the log in the chat instead of writing it to a file")
+		fs.BoolVar(&f.plain, "plain", false, "plain lines even in a terminal (as when the output is not one)")
+	})
+	var arg *argError
+	if errors.As(err, &arg) {
+		return f, false, fmt.Errorf("%w: give the goal with --goal, like: callon chat --goal %q", err, arg.arg)
+	}
+	if !ok {
+		return f, false, err
+	}
+	switch {
+	case f.resume && f.goal != "":
+		return f, false, errors.New("callon chat takes --goal for a new team or --resume for the last one, not both")
+	case f.demo && f.rolesFile != "":
+		return f, false, errors.New("callon chat --demo has a team of its own: leave out --channel-roles")
+	case f.demo && !f.resume && f.goal == "":
+		f.goal = "Show me what a team can do"
+	case !f.resume && f.goal == "":
+		return f, false, errors.New(`callon chat needs --goal "what the team works on" (or --resume for your last team, or --demo to try callon without a model server)`)
+	}
+	return f, true, nil
+}
+
 // chat runs a team in the terminal: the same master, workers, store and
-// roles as the bot, with stdin and stdout as the thread. Each line is a
-// message (the next is read once the team answered), lines starting
-// with / are commands, and the team's status is printed as it changes.
+// roles as the bot, with the terminal as the thread. The process serves
+// its own team only (master.ChatScope), whatever else shares the database.
 func chat(ctx context.Context, getenv func(string) string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var goal, rolesFile *string
-	ok, err := parseCommand("chat", "talk to a team in the terminal; needs DATABASE_URL and an LLM (OPENAI_*), not Discord",
-		args, stderr, func(fs *flag.FlagSet) {
-			goal = fs.String("goal", "", "what the team works on (required)")
-			rolesFile = fs.String("channel-roles", "", "a roles file (as CALLON_ROLES_FILE) whose default roster the team gets")
-		})
+	f, ok, err := parseChat(args, stderr)
 	if !ok {
 		return err
 	}
-	if *goal == "" {
-		return errors.New(`callon chat needs --goal "what the team works on"`)
-	}
-	if *rolesFile != "" {
+	if f.rolesFile != "" {
 		base := getenv
 		getenv = func(k string) string {
 			if k == "CALLON_ROLES_FILE" {
-				return *rolesFile
+				return f.rolesFile
 			}
 			return base(k)
 		}
 	}
 	cfg := config.Load(getenv)
-	if err := cfg.Validate(config.NeedDatabase | config.NeedLLM); err != nil {
+	need := config.NeedDatabase | config.NeedLLM
+	if f.demo {
+		need = config.NeedDatabase
+	}
+	if err := cfg.Validate(need); err != nil {
 		return configError(err)
 	}
-	log := newLogger(cfg, stderr)
+	ui := chooseUI(f, stdin, stdout)
+	out := terminal.NewMessenger()
+	logPath, logOut, closeLog, err := chatLog(getenv, ui != nil, f.verbose, out, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	log := newLogger(cfg, logOut)
+	var tools workers.Toolbox
+	if f.demo {
+		ai, err := startDemo(&cfg, ui != nil, log)
+		if err != nil {
+			return err
+		}
+		defer ai.Close()
+		tools = demo.Toolbox{}
+	}
 	toolMgr, err := newTools(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeTools(toolMgr, log)
+	if tools == nil {
+		tools = toolbox{m: toolMgr, log: log, operator: true}
+	}
 	roleFile, rolePolicy, err := rolesConfig(cfg, catalog{m: toolMgr, servers: cfg.MCPServers})
 	if err != nil {
+		return err
+	}
+	lim := cfg.Limits
+	model := modelRouter(cfg, log)
+	if err := checkChatModels(ctx, model, cfg); err != nil {
 		return err
 	}
 	st, err := store.Open(ctx, cfg.DatabaseURL, log)
@@ -75,222 +139,198 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	if _, err := st.Migrate(ctx); err != nil {
 		return err
 	}
-	st.SetMaxAttempts(cfg.Limits.MaxAttempts)
+	st.SetMaxAttempts(lim.MaxAttempts)
 	roles, err := master.NewRoles(st, roleFile, rolePolicy)
 	if err != nil {
 		return err
 	}
-	lim := cfg.Limits
+	roster := roles.Roster
+	if f.demo {
+		roster = func(context.Context, string, string) ([]master.Role, error) { return demo.Roles(), nil }
+	}
 	owner := master.NewOwner()
-	model := modelRouter(cfg, log)
 	listener := st.NewListener()
 	live := st.NewLiveness(owner)
-	wake := func(kinds store.Kinds) <-chan string {
-		ch, _ := listener.Subscribe(kinds)
+	wake := func(kinds ...store.Kinds) <-chan string {
+		ch, _ := listener.Subscribe(kinds...)
 		return ch
 	}
-	term := &terminal{w: stdout, changed: make(chan struct{})}
+	// A chat serves the terminal teams attached to it, nothing else: the
+	// database may be a bot's, or another chat's.
+	scope := master.ChatScope(owner)
 	budget := master.Budget{SessionTokens: lim.SessionTokens, GuildDailyTokens: cfg.Caps.GuildDailyTokens}
-	svc := master.NewService(master.ServiceConfig{MaxQueued: cfg.Caps.MaxQueuedTurns}, st, roles.Roster)
-	pool := workers.New(workers.Config{ID: owner, Slots: max(lim.WorkerSlots, 1), Lease: lim.TaskLease, Heartbeat: lim.Heartbeat(),
+	svc := master.NewService(master.ServiceConfig{MaxQueued: cfg.Caps.MaxQueuedTurns}, st, roster)
+	pool := workers.New(workers.Config{ID: owner, Scope: scope, Slots: max(lim.WorkerSlots, 1), Lease: lim.TaskLease, Heartbeat: lim.Heartbeat(),
 		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake(store.WakeTasks),
-		Tools: toolbox{m: toolMgr, log: log}, ApprovalTimeout: cfg.Tools.ApprovalTimeout}, st, model, log)
+		MaxOutput: lim.MaxOutput, Tools: tools, ApprovalTimeout: cfg.Tools.ApprovalTimeout}, st, model, log)
 	cmds := master.NewCommands(master.CommandsConfig{Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
-		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roles.Roster, Budget: budget}, st, model, log)
+		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roster, Budget: budget,
+		Owner: owner, MaxOutput: lim.MaxOutput}, st, model, log)
 	orch := master.NewOrchestrator(master.OrchestratorConfig{
-		Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
-		History: lim.History, Budget: budget, Lease: lim.TaskLease, Wake: wake(store.WakeMaster), Catalog: roles.Roster,
+		Owner: owner, Scope: scope, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
+		History: lim.History, Budget: budget, MaxOutput: lim.MaxOutput, Lease: lim.TaskLease, Wake: wake(store.WakeMaster), Catalog: roster,
 		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls, Instructions: cfg.MasterPrompt,
 	}, st, model, log)
-	out := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(store.WakeOutbox), Poll: 200 * time.Millisecond}, st, term, log)
-	pres := master.NewPresenter(master.PresenterConfig{Tick: 500 * time.Millisecond}, st, term, log)
-	settler := master.NewSettler(master.SettlerConfig{Poll: 500 * time.Millisecond}, st, term, log)
+	sender := master.NewOutbox(master.OutboxConfig{Owner: owner, Scope: scope, RetryFor: lim.OutboxRetryFor, Wake: wake(store.WakeOutbox), Poll: 200 * time.Millisecond}, st, out, log)
+	pres := master.NewPresenter(master.PresenterConfig{Tick: 500 * time.Millisecond, Scope: scope}, st, out, log)
+	settler := master.NewSettler(master.SettlerConfig{Poll: 500 * time.Millisecond, Scope: scope}, st, out, log)
 	approvals := master.NewApprovals(st, log)
-
-	thread := "chat-" + rand.Text()[:10]
-	sess, _, err := svc.StartSession(ctx, master.NewSession{GuildID: chatGuild, ChannelID: chatGuild, ThreadID: thread, OwnerID: "you", Goal: *goal})
-	if err != nil {
-		return fmt.Errorf("start the team: %s", master.ErrorMessage(err))
-	}
 
 	loops, lctx := errgroup.WithContext(ctx)
 	lctx, stopLoops := context.WithCancel(lctx)
-	for _, run := range []func(context.Context) error{listener.Run, live.Run, pool.Run, orch.Run, out.Run, pres.Run, settler.Run} {
+	defer stopLoops()
+	loops.Go(func() error { return live.Run(lctx) })
+	// The team is attached to this process once it is registered live, so
+	// that no other chat can take it while this one shows it.
+	select {
+	case <-live.Ready():
+	case <-lctx.Done():
+		stopLoops()
+		return cmp.Or(loops.Wait(), ctx.Err())
+	}
+	sess, recent, pending, err := openTeam(ctx, f, st, svc, owner)
+	if err != nil {
+		stopLoops()
+		_ = loops.Wait()
+		return err
+	}
+	for _, run := range []func(context.Context) error{listener.Run, pool.Run, orch.Run, sender.Run, pres.Run, settler.Run} {
 		loops.Go(func() error { return run(lctx) })
 	}
-	err = converse(lctx, stdin, term, svc, cmds, approvals, sess)
+	team := &chatTeam{sess: sess, svc: svc, cmds: cmds, approvals: approvals, store: st}
+	opt := terminal.Options{Intro: banner(f, sess, logPath), Recent: recent, Pending: pending, Words: terminal.Words{Names: chatNames}}
+	var outcome terminal.Outcome
+	if ui != nil {
+		outcome, err = ui.run(lctx, team, out, opt)
+	} else {
+		outcome, err = terminal.RunLines(lctx, stdin, stdout, team, out, opt)
+	}
 	stopLoops()
 	if lerr := loops.Wait(); lerr != nil && !errors.Is(lerr, context.Canceled) && err == nil {
 		err = lerr
 	}
+	// A team left running waits for the next `callon chat --resume`.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if derr := st.DetachSession(dctx, sess.ID, owner); derr != nil {
+		log.Warn("detach the team", "session_id", sess.ID, "err", derr)
+	}
+	if err == nil && outcome == terminal.Left {
+		resume := "callon chat --resume"
+		if f.demo {
+			resume = "callon chat --demo --resume"
+		}
+		fmt.Fprintf(stdout, "The team is still there: %s reopens it (team #%d).\n", resume, sess.ID)
+	}
 	return err
 }
 
-// answered are the kinds of message a chat waits for after a message:
-// the team's answer, or a request to approve a call of a tool.
-var answered = []master.OutKind{master.OutReply, master.OutQuestion, master.OutApproval}
-
-// converse reads the user's lines until EOF or /dissolve; after each
-// message it waits for the team's answer (a reply, or a question), or
-// for a request to approve a call, which /approve N or /deny N decides.
-func converse(ctx context.Context, stdin io.Reader, term *terminal, svc *master.Service, cmds *master.Commands, approvals *master.Approvals, sess master.Session) error {
-	term.say("Type a message for the team; /team shows it, /replan [what to change] reorganizes it, /dissolve ends it.")
-	in := bufio.NewScanner(stdin)
-	in.Buffer(make([]byte, 64<<10), 1<<20)
-	me := master.Actor{UserID: "you", Permissions: master.PermAdministrator}
-	seq := master.Snowflake(time.Now())
-	for in.Scan() {
-		line := strings.TrimSpace(in.Text())
-		switch {
-		case line == "":
-			continue
-		case line == "/team":
-			e, err := cmds.Team(ctx, sess.ThreadID)
-			if err != nil {
-				term.say(master.ErrorMessage(err))
-				continue
-			}
-			term.say(teamText(e))
-		case line == "/replan" || strings.HasPrefix(line, "/replan "):
-			change, err := cmds.Replan(ctx, sess, me, strings.TrimSpace(strings.TrimPrefix(line, "/replan")))
-			if err != nil {
-				term.say(master.ErrorMessage(err))
-				continue
-			}
-			term.say("Done. " + change)
-		case line == "/dissolve":
-			seen := term.seen()
-			if err := cmds.Dissolve(ctx, sess, me); err != nil {
-				term.say(master.ErrorMessage(err))
-				continue
-			}
-			return term.waitFor(ctx, seen, master.OutSummary)
-		case strings.HasPrefix(line, "/approve ") || strings.HasPrefix(line, "/deny "):
-			verb, arg, _ := strings.Cut(line, " ")
-			id, err := strconv.ParseInt(strings.TrimSpace(arg), 10, 64)
-			if err != nil {
-				term.say("Give the number of the request: " + verb + " 12")
-				continue
-			}
-			seen := term.seen()
-			a, err := approvals.Decide(ctx, id, verb == "/approve", me)
-			if err != nil {
-				term.say(master.ErrorMessage(err))
-				continue
-			}
-			term.say(master.ApprovalText(a))
-			if err := term.waitFor(ctx, seen, answered...); err != nil {
-				return err
-			}
-		case strings.HasPrefix(line, "/"):
-			term.say("Commands: /team, /replan [what to change], /approve N, /deny N, /dissolve. Anything else is a message for the team.")
-		default:
-			seq++
-			seen := term.seen()
-			if _, err := svc.HandleMessage(ctx, master.Incoming{ID: strconv.FormatInt(seq, 10), GuildID: chatGuild,
-				ChannelID: sess.ThreadID, AuthorID: "you", Content: line}); err != nil {
-				return fmt.Errorf("record the message: %w", err)
-			}
-			if err := term.waitFor(ctx, seen, answered...); err != nil {
-				return err
-			}
+// openTeam starts the chat's team, or with --resume attaches the last
+// one, and returns it with its last exchanges and the requests waiting
+// for a decision (their messages were shown by the chat that left it).
+func openTeam(ctx context.Context, f chatFlags, st *store.Store, svc *master.Service, owner string) (master.Session, []master.Exchange, []master.Approval, error) {
+	if !f.resume {
+		thread := "chat-" + rand.Text()[:10]
+		sess, _, err := svc.StartSession(ctx, master.NewSession{GuildID: chatGuild, ChannelID: chatGuild, ThreadID: thread, OwnerID: chatUser,
+			Goal: f.goal, Surface: master.SurfaceTerminal, AttachedTo: owner})
+		if err != nil {
+			return sess, nil, nil, fmt.Errorf("start the team: %s", master.ErrorMessage(err))
 		}
+		return sess, nil, nil, nil
 	}
-	return in.Err()
-}
-
-// terminal is the Messenger of a chat: it prints what the team posts,
-// status lines indented, and lets converse wait for an answer.
-type terminal struct {
-	w io.Writer
-
-	mu      sync.Mutex
-	posted  []master.OutKind // the kind of every message printed, in order
-	changed chan struct{}    // closed and replaced at every message
-}
-
-var _ master.Messenger = (*terminal)(nil)
-
-func (t *terminal) say(text string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	fmt.Fprintln(t.w, text)
-}
-
-// seen is how many messages the team has posted so far.
-func (t *terminal) seen() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.posted)
-}
-
-// waitFor waits until a message of one of kinds is posted after the
-// first seen ones.
-func (t *terminal) waitFor(ctx context.Context, seen int, kinds ...master.OutKind) error {
-	for {
-		t.mu.Lock()
-		for _, k := range t.posted[seen:] {
-			if slices.Contains(kinds, k) {
-				t.mu.Unlock()
-				return nil
-			}
-		}
-		changed := t.changed
-		t.mu.Unlock()
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	sess, err := st.ResumeSession(ctx, owner)
+	if errors.Is(err, master.ErrNotFound) {
+		return sess, nil, nil, errors.New(`there is no team to resume (or every one is open in another chat): start one with callon chat --goal "…"`)
 	}
+	if err != nil {
+		return sess, nil, nil, err
+	}
+	recent, err := st.LastExchanges(ctx, sess.ID, 3)
+	if err != nil {
+		return sess, nil, nil, err
+	}
+	pending, err := st.PendingApprovals(ctx, sess.ID)
+	return sess, recent, pending, err
 }
 
-// Send prints a message of the team.
-func (t *terminal) Send(_ context.Context, m master.OutMessage) (string, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	prefix := "team › "
-	if m.Kind == master.OutNotice && m.TurnID != 0 { // a status message
-		prefix = "  "
+// banner is what a chat says first: its team, and where its log goes.
+func banner(f chatFlags, sess master.Session, logPath string) []string {
+	verb := "New team"
+	if f.resume {
+		verb = "Resumed team"
 	}
-	fmt.Fprintln(t.w, prefix+m.Content)
-	for _, b := range m.Buttons {
-		if id, ok := strings.CutPrefix(b.CustomID, master.ApprovePrefix); ok {
-			fmt.Fprintf(t.w, "        (answer /approve %s or /deny %s)\n", id, id)
-		}
+	lines := []string{fmt.Sprintf("callon chat · %s #%d · %s", verb, sess.ID, sess.Goal)}
+	if f.demo {
+		lines = append(lines, "DEMO: a script built into callon plays the team's model. No AI is called; the answers are canned.")
 	}
-	t.posted = append(t.posted, m.Kind)
-	close(t.changed)
-	t.changed = make(chan struct{})
-	return "m" + strconv.FormatInt(m.ID, 10) + "-" + m.Nonce, nil
+	if !sess.DormantSince.IsZero() {
+		lines = append(lines, fmt.Sprintf("The team has been dormant since %s: your next message wakes it.", sess.DormantSince.Local().Format("2 Jan 15:04")))
+	}
+	if logPath != "" {
+		lines = append(lines, "Log: "+logPath)
+	}
+	return lines
 }
 
-// Edit prints a status message's new text.
-func (t *terminal) Edit(_ context.Context, _, _, content string) error {
-	t.say("  " + content)
-	return nil
+// chatNames names the people a terminal team mentions.
+func chatNames(id string) string {
+	if id == chatUser {
+		return "you"
+	}
+	return ""
 }
 
-// Find finds nothing: a terminal prints each message once.
-func (t *terminal) Find(context.Context, master.OutMessage) (string, error) { return "", nil }
-
-// Typing shows nothing: the status lines say the team is at work.
-func (t *terminal) Typing(context.Context, string) error { return nil }
-
-// Archive has nothing to archive.
-func (t *terminal) Archive(context.Context, string) error { return nil }
-
-// teamText renders /team's embed for a terminal.
-func teamText(e master.Embed) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n%s\n", e.Title, e.Description)
-	for _, f := range e.Fields {
-		fmt.Fprintf(&b, "\n%s\n%s\n", f.Name, f.Value)
+// startDemo starts the demo's scripted model and points cfg at it.
+func startDemo(cfg *config.Config, paced bool, log *slog.Logger) (*llmfake.Server, error) {
+	var pace time.Duration
+	if paced {
+		pace = 700 * time.Millisecond // so the status block has something to show
 	}
-	if e.Footer != "" {
-		fmt.Fprintf(&b, "\n%s\n", e.Footer)
+	ai, err := llmfake.Start(demo.Script(pace), llmfake.WithModels(demo.Model),
+		llmfake.OnUnexpected(func(msg string) { log.Warn("demo model", "problem", msg) }))
+	if err != nil {
+		return nil, err
 	}
-	return strings.TrimSpace(b.String())
+	cfg.OpenAIBaseURL, cfg.OpenAIKey = ai.URL(), ai.APIKey()
+	cfg.MasterModel, cfg.WorkerModel = demo.Model, demo.Model
+	cfg.Providers = nil
+	return ai, nil
+}
+
+// chatTeam is terminal.Team with the core's services, for one team.
+type chatTeam struct {
+	sess      master.Session
+	svc       *master.Service
+	cmds      *master.Commands
+	approvals *master.Approvals
+	store     *store.Store
+}
+
+var _ terminal.Team = (*chatTeam)(nil)
+
+// me is the person at the terminal: the team's owner.
+func me() master.Actor { return master.Actor{UserID: chatUser} }
+
+func (t *chatTeam) Say(ctx context.Context, text string) error {
+	// Unique across chats and processes: turns are keyed by message id.
+	id := fmt.Sprintf("chat:%d:%d", t.sess.ID, time.Now().UnixNano())
+	_, err := t.svc.HandleMessage(ctx, master.Incoming{ID: id, GuildID: chatGuild, ChannelID: t.sess.ThreadID, AuthorID: chatUser, Content: text})
+	return err
+}
+
+func (t *chatTeam) Show(ctx context.Context) (master.Embed, error) {
+	return t.cmds.Team(ctx, t.sess.ThreadID)
+}
+
+func (t *chatTeam) Replan(ctx context.Context, change string) error {
+	_, err := t.cmds.Replan(ctx, t.sess, me(), change)
+	return err
+}
+
+func (t *chatTeam) Dissolve(ctx context.Context) error { return t.cmds.Dissolve(ctx, t.sess, me()) }
+
+func (t *chatTeam) Decide(ctx context.Context, id int64, approve bool) (master.Approval, error) {
+	return t.approvals.DecideIn(ctx, t.sess.ID, id, approve, me())
 }
 
 // providerConfigs is the named providers in llm's terms.

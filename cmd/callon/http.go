@@ -30,11 +30,16 @@ const probeTimeout = 2 * time.Second
 
 // newOpsHandler serves GET /healthz (the process runs), GET /readyz (200
 // while every check holds, else 503 naming what is down), GET /metrics,
-// and, when api is not nil, the inbound API under /v1/.
-func newOpsHandler(checks map[string]check, metrics http.Handler, api http.Handler) http.Handler {
+// when api is not nil the inbound API under /v1/, and when dash is not
+// nil the dashboard under /dashboard/.
+func newOpsHandler(checks map[string]check, metrics http.Handler, api, dash http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	if api != nil {
 		mux.Handle("/v1/", api)
+	}
+	if dash != nil {
+		mux.Handle("/dashboard/", dash)
+		mux.Handle("/dashboard", dash)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -75,7 +80,7 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logge
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("serving HTTP: /healthz, /readyz, /metrics (and /v1/ when CALLON_API_SECRET is set)", "addr", addr)
+	log.Info("serving HTTP: /healthz, /readyz, /metrics (/v1/ when CALLON_API_SECRET is set, /dashboard/ when a dashboard sign-in is)", "addr", addr)
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("http endpoint %s: %w", addr, err)
 	}

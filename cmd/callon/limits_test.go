@@ -154,7 +154,7 @@ func TestBudgetStopsModelCalls(t *testing.T) {
 	}
 	show := w.command(thread, w.dc.UserID(), 0, "budget", discordtest.Subcommand("show")).Content
 	mustContain(t, "/budget show", show, "This team**: 1,165 of 5,000 tokens", "set by an admin", "≈ $", "budget of the team in <#"+thread+"> → 5,000 tokens")
-	mustContain(t, "/team", embedText(w.command(thread, w.dc.UserID(), 0, "team")), "Tokens used: 1165", "of a budget of 5,000", "cost ≈ $0.00")
+	mustContain(t, "/team", embedText(w.command(thread, w.dc.UserID(), 0, "team")), "Tokens used: 1,165", "of a budget of 5,000", "cost ≈ $0.00")
 }
 
 // A guild's daily budget stops every team of the guild.

@@ -387,7 +387,7 @@ func TestReadyzNamesWhatIsDown(t *testing.T) {
 			return "not answering"
 		},
 		"gateway": func(context.Context) string { return "" },
-	}, http.NotFoundHandler(), nil)
+	}, http.NotFoundHandler(), nil, nil)
 	serve := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))

@@ -42,3 +42,18 @@ func fileRoles(in []config.Role) []master.Role {
 	}
 	return out
 }
+
+// roleNames are the names of the roles the operator configured: the
+// built-in ones and the roles file's (the role label of the metrics).
+func roleNames(file map[master.RoleScope][]master.Role) []string {
+	var names []string
+	for _, r := range master.DefaultRoles() {
+		names = append(names, r.Name)
+	}
+	for _, roles := range file {
+		for _, r := range roles {
+			names = append(names, r.Name)
+		}
+	}
+	return names
+}

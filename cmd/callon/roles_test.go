@@ -425,3 +425,24 @@ func TestReadmeRolesExample(t *testing.T) {
 		t.Errorf("docs/roles.md example: got %d rosters, want 3 (default, server, channel)", len(cfg.Roles))
 	}
 }
+
+// /roles list of another channel shows its roles (and their prompts)
+// only to a member who can see that channel. (It showed any channel's.)
+func TestRolesListOfAChannelOneCannotSee(t *testing.T) {
+	t.Parallel()
+	w := setup(t, nil)
+	general, secret := w.dc.ChannelID("general"), w.dc.ChannelID("random")
+	mustContain(t, "set", w.rolesCmd(secret, setRole("spy", "Secret work", "THE SECRET PROMPT")), "**spy** added to")
+	mod := w.dc.AddUser("mod")
+	w.dc.SetMemberRoles(w.dc.GuildID(), mod, w.dc.AddRole(w.dc.GuildID(), "mods", discordgo.PermissionManageChannels))
+	w.dc.SetOverwrite(secret, discordtest.Overwrite{ID: mod, Member: true, Deny: discordgo.PermissionViewChannel})
+	list := func(user string) string {
+		return w.command(general, user, admin, "roles", discordtest.Subcommand("list", discordtest.ChannelOption("channel", secret))).Content
+	}
+	got := list(mod)
+	mustContain(t, "a channel the member cannot see", got, "only list the roles of channels of this server that you can see")
+	if strings.Contains(got, "spy") {
+		t.Errorf("the hidden channel's roles show: %q", got)
+	}
+	mustContain(t, "a channel the member sees", list(w.dc.UserID()), "**spy**")
+}

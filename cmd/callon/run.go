@@ -213,9 +213,16 @@ func parseCommand(name, summary string, args []string, stderr io.Writer, declare
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
-		return false, fmt.Errorf("callon %s takes no argument %q", name, fs.Arg(0))
+		return false, &argError{command: name, arg: fs.Arg(0)}
 	}
 	return true, nil
+}
+
+// argError is an argument given to a command that takes none.
+type argError struct{ command, arg string }
+
+func (e *argError) Error() string {
+	return fmt.Sprintf("callon %s takes no argument %q", e.command, e.arg)
 }
 
 func configError(err error) error {

@@ -171,11 +171,13 @@ func TestConfigErrorsNameEveryVariable(t *testing.T) {
 func TestMigrate(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": storetest.EmptyURL(t)}
+	files, err := filepath.Glob("../../store/migrations/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no migrations found: %v", err)
+	}
 	out, _, err := runCmd(t, env, "migrate")
-	// Every migration the binary embeds, counted rather than written down.
-	files, _ := filepath.Glob("../../store/migrations/*.sql")
-	if want := fmt.Sprintf("applied %d migration", len(files)); len(files) == 0 || err != nil || !strings.Contains(out, want) {
-		t.Fatalf("first migrate: %q, %v; want %q", out, err, want)
+	if err != nil || !strings.Contains(out, fmt.Sprintf("applied %d migration", len(files))) {
+		t.Fatalf("first migrate: %q, %v", out, err)
 	}
 	out, _, err = runCmd(t, env, "migrate")
 	if err != nil || !strings.Contains(out, "applied 0 migration") {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -71,7 +72,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if cfg.Webhook.Enabled() {
 		st.EnableWebhooks(true) // before anything that changes state runs
 	}
-	var apiHandler http.Handler // the inbound API, when this process runs the bot
+	var apiHandler http.Handler       // the inbound API, when this process runs the bot
+	var guildName func(string) string // the bot's names of guilds, for the dashboard
 	st.SetMaxAttempts(cfg.Limits.MaxAttempts)
 	owner := master.NewOwner()
 	log = log.With("owner", owner)
@@ -83,7 +85,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		prices[m] = master.Price{In: p.In, Out: p.Out}
 		metricPrices[m] = metrics.Price{Prompt: p.In, Completion: p.Out}
 	}
-	reg := metrics.New(metrics.Config{Build: bi, Backlog: st, Prices: metricPrices})
+	reg := metrics.New(metrics.Config{Build: bi, Backlog: st, Prices: metricPrices, Roles: roleNames(roleFile)})
 	model := modelRouter(cfg, log)
 	masterModel, workerModel := reg.LLM("master", model), reg.LLM("worker", model)
 	checks := map[string]check{"database": func(ctx context.Context) string {
@@ -103,9 +105,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	// Every process may purge; one at a time does (an advisory lock).
 	retention := master.NewRetention(master.RetentionConfig{Keep: cfg.Caps.Retention}, st, log)
 	g.Go(func() error { return retention.Run(ctx) })
+	// Every process may put idle teams to sleep; the claim skips rows
+	// another one is changing.
+	dormancy := master.NewDormancy(master.DormancyConfig{Idle: cfg.Caps.SessionIdle}, st, log)
+	g.Go(func() error { return dormancy.Run(ctx) })
 	// Each consumer is woken for its own kind of work only.
-	wake := func(kinds store.Kinds) <-chan string {
-		ch, _ := listener.Subscribe(kinds)
+	wake := func(kinds ...store.Kinds) <-chan string {
+		ch, _ := listener.Subscribe(kinds...)
 		return ch
 	}
 	cancelSession := func(int64) {} // other processes hear of it through the wake-up
@@ -119,6 +125,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			TaskTimeout: lim.TaskTimeout,
 			WorkerModel: cfg.WorkerModel,
 			Budget:      budget,
+			MaxOutput:   lim.MaxOutput,
 			Wake:        wake(store.WakeTasks),
 			Metrics:     reg,
 			Vision:      cfg.Attachments.Vision,
@@ -142,6 +149,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		cmds := master.NewCommands(master.CommandsConfig{
 			Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 			CancelSession: cancelSession, Catalog: roles.Roster, Budget: budget, Prices: prices,
+			Owner: owner, MaxOutput: lim.MaxOutput,
 		}, st, masterModel, log)
 		limits := master.NewLimits(budget, prices, st).WithConfigTrust(svc.ConfigTrustedBots)
 		b, err := bot.New(bot.Config{Token: cfg.DiscordToken, AppID: cfg.DiscordAppID, GuildID: cfg.DiscordGuild, APIURL: cfg.DiscordAPIURL,
@@ -149,13 +157,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		if err != nil {
 			return err
 		}
+		guildName = b.GuildName
 		checks["gateway"] = func(context.Context) string {
 			_, down := b.GatewayStatus()
 			return down
 		}
 		orch := master.NewOrchestrator(master.OrchestratorConfig{
 			Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks,
-			MaxRoles: lim.MaxWorkers, History: lim.History, Budget: budget,
+			MaxRoles: lim.MaxWorkers, History: lim.History, Budget: budget, MaxOutput: lim.MaxOutput,
 			Lease: lim.TaskLease, Wake: wake(store.WakeMaster), Catalog: roles.Roster,
 			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth, ReportCap: cfg.HandBack.ReportCap,
@@ -187,7 +196,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		}
 	}
 	if cfg.HTTPAddr != "" {
-		h := newOpsHandler(checks, reg.Handler(), apiHandler)
+		var dash http.Handler
+		if cfg.Dashboard.Enabled() {
+			d := newDashboard(cfg, st, wake(), prices, guildName, log)
+			g.Go(func() error { return d.Run(ctx) })
+			dash = d
+		}
+		h := newOpsHandler(checks, reg.Handler(), apiHandler, dash)
 		g.Go(func() error { return serveHTTP(ctx, cfg.HTTPAddr, h, log) })
 	}
 	err = g.Wait()
@@ -198,20 +213,42 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	return err
 }
 
-// checkModels warns when a model's provider does not list the master's
-// or the workers' model. Only a warning: some servers list nothing.
+// modelNeeds are the models the configuration has callon call: the
+// master's and the workers' defaults.
+func modelNeeds(cfg config.Config) []llm.Need {
+	return []llm.Need{{Model: cfg.MasterModel, Setting: "CALLON_MASTER_MODEL"}, {Model: cfg.WorkerModel, Setting: "CALLON_WORKER_MODEL"}}
+}
+
+// checkModels warns about each problem llm.Router.Check finds with the
+// model servers and models: only a warning, since the bot serves Discord
+// whatever its models do (a chat fails instead: checkChatModels).
 func checkModels(ctx context.Context, model *llm.Router, cfg config.Config, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, modelCheckTimeout)
 	defer cancel()
-	for _, m := range []struct{ name, v, model string }{
-		{"master", "CALLON_MASTER_MODEL", cfg.MasterModel}, {"worker", "CALLON_WORKER_MODEL", cfg.WorkerModel},
-	} {
-		has, known, err := model.HasModel(ctx, m.model)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Warn("could not list the LLM server's models; is its base URL right?", "model", m.model, "err", err)
-		case known && !has:
-			log.Warn("the LLM server does not list the "+m.name+" model: calls to it will fail", "model", m.model, "variable", m.v)
+	for _, f := range model.Check(ctx, modelNeeds(cfg)) {
+		if f.Err != nil && !errors.Is(f.Err, llm.ErrNotChecked) {
+			log.Warn("model check failed", "check", f.Subject, "problem", f.Err.Error())
 		}
 	}
+}
+
+// modelCheckTimeout bounds the start-up check of the model servers.
+const modelCheckTimeout = 10 * time.Second
+
+// checkChatModels returns an error naming every problem llm.Router.Check
+// finds: a chat has nothing to do without its models, so it stops in
+// seconds instead of retrying each message for minutes.
+func checkChatModels(ctx context.Context, model *llm.Router, cfg config.Config) error {
+	ctx, cancel := context.WithTimeout(ctx, modelCheckTimeout)
+	defer cancel()
+	var problems []string
+	for _, f := range model.Check(ctx, modelNeeds(cfg)) {
+		if f.Err != nil && !errors.Is(f.Err, llm.ErrNotChecked) {
+			problems = append(problems, "  "+f.Err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("the team's models are not ready:\n%s", strings.Join(problems, "\n"))
+	}
+	return nil
 }

@@ -2,6 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -231,5 +235,35 @@ func TestSignalsCommandPrintsTheTrail(t *testing.T) {
 	}
 	if _, _, err := runCmd(t, map[string]string{"DATABASE_URL": w.dbURL}, "signals"); err == nil {
 		t.Error("signals without --thread or --session returned nil")
+	}
+}
+
+// The dashboard's trail as JSON lines is what `callon signals` prints.
+func TestDashboardSignalsMatchTheCommand(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	w := setup(t, llmtest.Switch(
+		llmtest.Match(masterPrompt, llmtest.Seq(delegate(task{Role: "researcher", Instruction: "look"}), reply("ok"))),
+		llmtest.Match("You are the researcher", llmtest.Seq(
+			llmtest.Call("progress", map[string]any{"percent": 50, "note": "halfway"}),
+			report("found")))),
+		"CALLON_HTTP_ADDR", addr, "CALLON_DASHBOARD_TOKEN", "a-dashboard-token-of-16+")
+	thread := w.team("Trail")
+	w.waitReply(thread, w.say(thread, "go"))
+	session := w.sessions(w.db(), thread)[0]
+	out, _, err := runCmd(t, map[string]string{"DATABASE_URL": w.dbURL}, "signals", "--session", strconv.FormatInt(session, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("http://%s/dashboard/signals.jsonl?team=%d", addr, session), nil)
+	req.Header.Set("Authorization", "Bearer a-dashboard-token-of-16+")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != out || strings.Count(out, "\n") != 3 {
+		t.Errorf("the dashboard's JSON lines (%d):\n%s\nwant what callon signals prints:\n%s", resp.StatusCode, body, out)
 	}
 }

@@ -93,8 +93,10 @@ func TestWorkersCallMCPServers(t *testing.T) {
 mcp_servers:
   local:
     command: [%q]
+    guilds: all
   remote:
     url: %q
+    guilds: all
     headers: {Authorization: "Bearer ${MCP_TOKEN}"}
 roles:
   - name: researcher
@@ -143,7 +145,7 @@ roles:
 		t.Errorf("callon signals = %v:\n%s\nwant the TOOL signals", err, out)
 	}
 	team := embedText(w.command(thread, w.dc.UserID(), 0, "team"))
-	mustContain(t, "/team", team, "tools: local.echo", "tools: remote.add, fetch_url", "called **local.echo**")
+	mustContain(t, "/team", team, "tools: local.echo", "tools: remote.add, fetch_url", "called `local.echo`")
 }
 
 // fetch_url fetches what CALLON_FETCH_ALLOW allows (here an httptest
@@ -197,7 +199,7 @@ func TestRolesSetTools(t *testing.T) {
 	w := newWorld(t, discordtest.New(t), llmtest.Switch(
 		llmtest.Match(masterPrompt, mergeResults(task{Role: "scout", Instruction: "look"})),
 		llmtest.Match("You are the scout", callThenReport(llmtest.Call("local__echo", map[string]string{"text": "SCOUTED"})))))
-	w.withRolesFile(fmt.Sprintf("mcp_servers:\n  local:\n    command: [%q]\n", mcpServerBin))
+	w.withRolesFile(fmt.Sprintf("mcp_servers:\n  local:\n    command: [%q]\n    guilds: all\n", mcpServerBin))
 	w.start()
 	general := w.dc.ChannelID("general")
 

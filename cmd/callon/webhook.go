@@ -15,8 +15,9 @@ import (
 
 // newWebhookSender delivers the store's webhook events: to
 // CALLON_WEBHOOK_URL, signed with its secret, and the events of teams
-// the API started with a callback to that URL, signed with the API's
-// secret, through a client that connects only where fetch_url may.
+// the API started with a callback to that URL, signed with the key
+// derived from the API's secret for callbacks (never a signature the API
+// accepts), through a client that connects only where fetch_url may.
 func newWebhookSender(cfg config.Config, st *store.Store, wake <-chan string, m master.Metrics, log *slog.Logger) (*master.WebhookSender, error) {
 	post, err := newPoster(cfg)
 	if err != nil {
@@ -37,7 +38,7 @@ func newPoster(cfg config.Config) (master.Poster, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.callback = webhook.New("", cfg.API.Secret, ua, &http.Client{Transport: t})
+		r.callback = webhook.New("", webhook.CallbackSecret(cfg.API.Secret), ua, &http.Client{Transport: t})
 	}
 	return r, nil
 }

@@ -70,6 +70,21 @@ func TestDependencyRules(t *testing.T) {
 		{"the Prometheus client is imported only in metrics", func(from, to string) bool {
 			return under(to, "github.com/prometheus/") && !under(from, module+"/metrics")
 		}},
+		{"dashboard imports of callon only master: it reads through its own port", func(from, to string) bool {
+			return under(from, module+"/dashboard") && under(to, module) && to != module+"/master"
+		}},
+		{"store imports of callon only the ports it implements (master, dashboard)", func(from, to string) bool {
+			return from == module+"/store" && under(to, module) && to != module+"/master" && to != module+"/dashboard"
+		}},
+		{"golang.org/x/oauth2 is imported only in dashboard", func(from, to string) bool {
+			return under(to, "golang.org/x/oauth2") && !under(from, module+"/dashboard")
+		}},
+		{"chromedp drives the browser tests only", func(from, to string) bool {
+			return under(to, "github.com/chromedp/") && under(from, module)
+		}},
+		{"the terminal UI libraries are imported only in terminal", func(from, to string) bool {
+			return under(to, "github.com/charmbracelet/") && !under(from, module+"/terminal")
+		}},
 		{"workers never import bot: workers cannot post", func(from, to string) bool {
 			return under(from, module+"/workers") && under(to, module+"/bot")
 		}},
@@ -77,9 +92,12 @@ func TestDependencyRules(t *testing.T) {
 			return under(from, module+"/eval") && (under(to, module+"/store") || under(to, module+"/bot"))
 		}},
 		{"only cmd/callon wires the adapters together", func(from, to string) bool {
-			adapters := []string{"/bot", "/store", "/llm", "/workers", "/webhook", "/tools", "/metrics"}
+			adapters := []string{"/bot", "/store", "/llm", "/workers", "/webhook", "/tools", "/metrics", "/dashboard", "/terminal"}
 			if !under(from, module) || under(from, module+"/cmd") {
 				return false
+			}
+			if from == module+"/store" && to == module+"/dashboard" {
+				return false // the store implements the dashboard's port, as it does master's
 			}
 			for _, a := range adapters {
 				for _, b := range adapters {
@@ -98,6 +116,36 @@ func TestDependencyRules(t *testing.T) {
 					t.Errorf("%s imports %s: the rule is that %s", p.ImportPath, imp, r.name)
 				}
 			}
+		}
+	}
+}
+
+// deps lists what a package links, itself included.
+func deps(t *testing.T, path string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", path)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", path, err, stderr.String())
+	}
+	return strings.Fields(out.String())
+}
+
+// The binary links the fake model server the demo and the bench use,
+// llm/llmfake, which is production code: no testing import, and not its
+// test adapter llm/llmtest. (bot/discordtest still brings testing in,
+// for callon bench: issue #24.)
+func TestTheBinaryLinksNoTestAdapterOfTheFakeModel(t *testing.T) {
+	t.Parallel()
+	for _, d := range deps(t, module+"/llm/llmfake") {
+		if d == "testing" || (under(d, module) && strings.HasSuffix(d, "test")) {
+			t.Errorf("llm/llmfake links %s: it is production code (callon chat --demo, callon bench)", d)
+		}
+	}
+	for _, d := range deps(t, module+"/cmd/callon") {
+		if d == module+"/llm/llmtest" {
+			t.Errorf("cmd/callon links %s, a test helper: use llm/llmfake", d)
 		}
 	}
 }

@@ -1,5 +1,5 @@
 // Package bench is `callon bench`: it measures callon's own cost, in one
-// process against the project's fakes (bot/discordtest, llm/llmtest) and
+// process against the project's fakes (bot/discordtest, llm/llmfake) and
 // a Postgres database of its own, and reports each figure with the
 // number of samples behind it. What it measures: the turn overhead (a
 // reply's latency minus the model's own time) of a direct answer, of

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/callonbot/callon/bot/discordtest"
-	"github.com/callonbot/callon/llm/llmtest"
+	"github.com/callonbot/callon/llm/llmfake"
 )
 
 // trap makes the first model call of a kind after arm block until
@@ -30,8 +30,8 @@ func (t *trap) arm(worker bool) {
 }
 
 // script wraps next: the trapped call waits, then answers as next does.
-func (t *trap) script(next llmtest.Script) llmtest.Script {
-	return func(req llmtest.Request) llmtest.Reply {
+func (t *trap) script(next llmfake.Script) llmfake.Script {
+	return func(req llmfake.Request) llmfake.Reply {
 		isWorker := !strings.Contains(req.System(), "You are the coordinator of a team")
 		t.mu.Lock()
 		hold := t.armed && isWorker == t.worker

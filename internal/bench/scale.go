@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/callonbot/callon/llm/llmtest"
+	"github.com/callonbot/callon/llm/llmfake"
 	"github.com/callonbot/callon/master"
 	"github.com/callonbot/callon/store"
 )
@@ -18,7 +18,7 @@ import (
 // and with ActiveSessions more each answering a message (their master
 // calls never answer while it is measured).
 func (b *bench) scale(ctx context.Context) ([]StageResult, error) {
-	w, err := b.newWorld(ctx, func(llmtest.Request) llmtest.Reply { return llmtest.Hang() })
+	w, err := b.newWorld(ctx, func(llmfake.Request) llmfake.Reply { return llmfake.Hang() })
 	if err != nil {
 		return nil, err
 	}

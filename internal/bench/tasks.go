@@ -90,7 +90,7 @@ func (tw *taskWorld) enqueue(ctx context.Context, from, n int) error {
 	for i := range tasks {
 		tasks[i] = master.NewTask{Role: roles[i%len(roles)], Instruction: "#" + strconv.Itoa(from+i) + "#"}
 	}
-	if _, err := tw.st.Delegate(ctx, tw.guard, tasks, master.Usage{}); err != nil {
+	if _, err := tw.st.Delegate(ctx, tw.guard, tasks); err != nil {
 		return err
 	}
 	tw.guard.Round++
@@ -125,7 +125,7 @@ func (tw *taskWorld) Chat(_ context.Context, req master.ChatRequest) (master.Cha
 func (tw *taskWorld) ToolCalled(string, string, string) {}
 
 // TaskEnded implements workers.Metrics: it counts the tasks written.
-func (tw *taskWorld) TaskEnded(master.TaskState, time.Duration) {
+func (tw *taskWorld) TaskEnded(string, master.TaskState, time.Duration) {
 	tw.mu.Lock()
 	tw.ended++
 	close(tw.changed)

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// fakeTB lets the test fakes (bot/discordtest, llm/llmtest) run outside
-// a test. They call Helper, Cleanup, Errorf and Fatalf; the embedded
+// fakeTB lets the test fake of Discord (bot/discordtest) run outside
+// a test. It calls Helper, Cleanup, Errorf and Fatalf; the embedded
 // interface is nil, so any other method would panic, which is the
-// fakes' contract changing under us, not something to hide.
+// fake's contract changing under us, not something to hide.
 type fakeTB struct {
 	testing.TB
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/callonbot/callon/llm/llmtest"
+	"github.com/callonbot/callon/llm/llmfake"
 )
 
 // turnKind is one shape of turn the bench measures.
@@ -45,27 +45,27 @@ var turnKinds = []turnKind{
 // script answers as the bench's master and workers: a message marked
 // "[kind]" gets that kind's decision, every round's results get the
 // reply, every worker reports done; each answer takes latency.
-func script(latency time.Duration) llmtest.Script {
-	answer := func(r llmtest.Reply) llmtest.Reply {
+func script(latency time.Duration) llmfake.Script {
+	answer := func(r llmfake.Reply) llmfake.Reply {
 		if latency > 0 {
-			return llmtest.Delay(latency, r)
+			return llmfake.Delay(latency, r)
 		}
 		return r
 	}
-	return func(req llmtest.Request) llmtest.Reply {
+	return func(req llmfake.Request) llmfake.Reply {
 		if !strings.Contains(req.System(), "You are the coordinator of a team") {
-			return answer(llmtest.Call("report", map[string]any{"status": "done", "result": "done: the part asked for"}))
+			return answer(llmfake.Call("report", map[string]any{"status": "done", "result": "done: the part asked for"}))
 		}
 		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "tool" {
-			return answer(llmtest.Call("reply", map[string]any{"text": "Here is what the team found."}))
+			return answer(llmfake.Call("reply", map[string]any{"text": "Here is what the team found."}))
 		}
 		last := req.LastUser()
 		for _, k := range turnKinds {
 			if strings.Contains(last, "["+k.name+"]") && len(k.tasks) > 0 {
-				return answer(llmtest.Call("delegate", map[string]any{"tasks": k.tasks}))
+				return answer(llmfake.Call("delegate", map[string]any{"tasks": k.tasks}))
 			}
 		}
-		return answer(llmtest.Call("reply", map[string]any{"text": "A direct answer."}))
+		return answer(llmfake.Call("reply", map[string]any{"text": "A direct answer."}))
 	}
 }
 

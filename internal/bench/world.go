@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/callonbot/callon/bot/discordtest"
-	"github.com/callonbot/callon/llm/llmtest"
+	"github.com/callonbot/callon/llm/llmfake"
 	"github.com/callonbot/callon/store"
 )
 
@@ -24,7 +24,7 @@ type world struct {
 	b     *bench
 	tb    *fakeTB
 	dc    *discordtest.Server
-	ai    *llmtest.Server
+	ai    *llmfake.Server
 	dbURL string
 	drop  func(context.Context) error
 	env   map[string]string
@@ -43,14 +43,20 @@ const commandCount = 7
 
 // newWorld makes a world whose model answers from script; env adds to or
 // overrides the app's environment.
-func (b *bench) newWorld(ctx context.Context, script llmtest.Script, env ...string) (*world, error) {
+func (b *bench) newWorld(ctx context.Context, script llmfake.Script, env ...string) (*world, error) {
 	url, drop, err := store.CreateScratchDatabase(ctx, b.deps.DatabaseURL, "callon_bench_")
 	if err != nil {
 		return nil, err
 	}
 	w := &world{b: b, tb: &fakeTB{}, dbURL: url, drop: drop}
 	w.dc = discordtest.New(w.tb, discordtest.WithWaitTimeout(2*time.Minute))
-	w.ai = llmtest.New(w.tb, script)
+	ai, err := llmfake.Start(script, llmfake.OnUnexpected(func(msg string) { w.tb.Errorf("%s", msg) }))
+	if err != nil {
+		_ = drop(ctx)
+		return nil, err
+	}
+	w.tb.Cleanup(ai.Close)
+	w.ai = ai
 	w.env = map[string]string{
 		"DISCORD_TOKEN":   w.dc.Token(),
 		"DISCORD_API_URL": w.dc.URL(),
@@ -171,7 +177,7 @@ func (w *world) turn(thread, text string) (latency, model time.Duration) {
 
 // modelTime is the length of the union of the intervals during which the
 // model was answering a call between from and to.
-func modelTime(recs []llmtest.Record, from, to time.Time) time.Duration {
+func modelTime(recs []llmfake.Record, from, to time.Time) time.Duration {
 	type span struct{ a, b time.Time }
 	var spans []span
 	for _, r := range recs {

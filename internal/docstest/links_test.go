@@ -80,3 +80,44 @@ func TestEveryPageIsLinked(t *testing.T) {
 		}
 	}
 }
+
+// secTest is a test named in SECURITY.md's table.
+var secTest = regexp.MustCompile("`(Test[A-Za-z0-9_]+)`")
+
+// TestSecurityNamesRealTests keeps SECURITY.md's "guarded by" column
+// true: every test it names exists in the repository.
+func TestSecurityNamesRealTests(t *testing.T) {
+	t.Parallel()
+	names := secTest.FindAllStringSubmatch(read(t, "SECURITY.md"), -1)
+	if len(names) < 20 {
+		t.Fatalf("SECURITY.md names %d tests, want its table's", len(names))
+	}
+	defined := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]+)\(`)
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != root {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range decl.FindAllStringSubmatch(string(b), -1) {
+				defined[m[1]] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if !defined[n[1]] {
+			t.Errorf("SECURITY.md names %s, which no test file defines", n[1])
+		}
+	}
+}

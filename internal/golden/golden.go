@@ -30,3 +30,7 @@ func Check(t *testing.T, name, got string) {
 		t.Errorf("%s differs from the golden file; got:\n%s", name, got)
 	}
 }
+
+// Updating reports whether the tests run with -update: tests that
+// regenerate files of other kinds (the docs' screenshots) follow it too.
+func Updating() bool { return *update }

@@ -1,11 +1,10 @@
-// Package llmtest is a fake OpenAI-compatible server for tests: real
-// clients (go-openai, the llm package) talk HTTP to it, and a Script — a Go
-// function of the parsed request — decides each answer.
-//
-// It serves POST /v1/chat/completions (plain JSON, or server-sent events
-// when the request says stream: true) and GET /v1/models, checks the
-// bearer key, reports token usage in every answer, and records every chat
-// request with when it arrived and when it was answered.
+// Package llmtest runs the fake OpenAI-compatible server of llm/llmfake
+// in a test: New ties a server to a testing.TB (closed when the test
+// ends; a request the script did not expect fails the test), and
+// WaitRequests and WaitAnswered wait on it with the test's failure. The
+// script vocabulary (Seq, Switch, Match, Call, Delay…) is llmfake's,
+// re-exported here so that tests read as before. It is for tests only:
+// production code uses llmfake.
 //
 // A test reads like the story it tells. Here the master delegates to two
 // workers, each worker reports, and the master replies with the results:
@@ -31,9 +30,4 @@
 //	if !llmtest.Overlapping(recs[1], recs[2]) {
 //		t.Error("workers ran one after the other, want in parallel")
 //	}
-//
-// Faults are replies too: RateLimited(retryAfter), ServerError(),
-// Status(code, message), Delay(d, reply), Hang() and RawCall(name, text)
-// for malformed arguments. A request a script did not expect (Seq run dry,
-// no Switch route) fails the test through the testing.TB given to New.
 package llmtest

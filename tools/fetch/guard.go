@@ -41,6 +41,16 @@ var blockedPrefixes = []struct {
 	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking"},
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},
 	{netip.MustParsePrefix("fd00:ec2::254/128"), "cloud metadata"},
+	// IPv6 forms that carry an IPv4 address or reach one through a relay
+	// or a gateway: where they lead cannot be checked, and none is how a
+	// public site is reached.
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible"},
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), "IPv4-translated"},
+	{netip.MustParsePrefix("2002::/16"), "6to4"},
+	{netip.MustParsePrefix("2001::/32"), "Teredo"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "local NAT64"},
+	{netip.MustParsePrefix("2001:db8::/32"), "documentation"},
+	{netip.MustParsePrefix("100::/64"), "discard-only"},
 }
 
 // nat64 embeds an IPv4 address in its last four bytes.
@@ -177,4 +187,24 @@ func (g *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 		return nil
 	}
 	return d.DialContext(ctx, network, addr)
+}
+
+// HostList is a list of hosts in CALLON_FETCH_ALLOW's syntax (host names,
+// "*.example.com", addresses, CIDRs), for deciding where a URL goes
+// rather than where a connection may.
+type HostList struct{ l allowList }
+
+// NewHostList parses entries; the error names a bad one.
+func NewHostList(entries []string) (HostList, error) {
+	l, err := parseAllowList(entries)
+	return HostList{l}, err
+}
+
+// Contains reports whether host (a name or an address literal, as in a
+// URL) is on the list.
+func (h HostList) Contains(host string) bool {
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return h.l.addr(a)
+	}
+	return h.l.host(host)
 }

@@ -72,3 +72,31 @@ func TestAllowList(t *testing.T) {
 		}
 	}
 }
+
+// The IPv6 forms that carry an IPv4 address, or reach one through a
+// gateway, are refused: what they reach cannot be checked (the IPv4
+// address they embed, or a relay's choice). (They used to pass: an
+// address such as ::ffff:0:127.0.0.1 or 2002:7f00:1:: reached loopback.)
+func TestBlockReasonEmbeddedIPv4(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ addr, want string }{
+		{"::127.0.0.1", "IPv4-compatible"},
+		{"::10.0.0.1", "IPv4-compatible"},
+		{"::8.8.8.8", "IPv4-compatible"},
+		{"::ffff:0:127.0.0.1", "IPv4-translated"},
+		{"::ffff:0:10.1.2.3", "IPv4-translated"},
+		{"2002:7f00:1::1", "6to4"},
+		{"2002:a00:1::", "6to4"},
+		{"2002:808:808::1", "6to4"},
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo"},
+		{"64:ff9b:1::a00:1", "local NAT64"},
+		{"64:ff9b:1:ffff::808:808", "local NAT64"},
+		{"2001:db8::1", "documentation"},
+		{"2606:4700:4700::1111", ""},
+		{"2001:4860:4860::8888", ""},
+	} {
+		if got := blockReason(netip.MustParseAddr(tc.addr)); got != tc.want {
+			t.Errorf("blockReason(%s) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+}

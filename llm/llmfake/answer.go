@@ -1,4 +1,4 @@
-package llmtest
+package llmfake
 
 import (
 	"encoding/json"
@@ -47,7 +47,7 @@ type answer struct {
 }
 
 func (s *Server) concrete(req Request, r Reply) answer {
-	a := answer{id: s.newID("chatcmpl-llmtest-"), content: r.content}
+	a := answer{id: s.newID("chatcmpl-llmfake-"), content: r.content}
 	for _, c := range r.toolCalls {
 		if c.ID == "" {
 			c.ID = s.newID("call_")

@@ -1,4 +1,4 @@
-package llmtest
+package llmfake
 
 import (
 	"strings"
@@ -16,7 +16,7 @@ func Always(r Reply) Script {
 }
 
 // Seq answers the requests it sees with the replies in order, one each.
-// A request beyond the last reply is Unexpected, which fails the test.
+// A request beyond the last reply is Unexpected (which fails a test).
 // Under Switch, each route's Seq counts only the requests routed to it.
 func Seq(replies ...Reply) Script {
 	steps := make([]Script, len(replies))

@@ -1,4 +1,4 @@
-package llmtest
+package llmfake
 
 import (
 	"encoding/json"
@@ -25,7 +25,7 @@ type Reply struct {
 
 	delay      time.Duration
 	hang       bool
-	unexpected string // non-empty: the test fails with this
+	unexpected string // non-empty: told to OnUnexpected
 }
 
 // Usage is the token count reported in an answer.
@@ -52,7 +52,7 @@ func Call(name string, args any) Reply {
 	default:
 		b, err := json.Marshal(args)
 		if err != nil {
-			panic(fmt.Sprintf("llmtest.Call(%q): marshal arguments: %v", name, err))
+			panic(fmt.Sprintf("llmfake.Call(%q): marshal arguments: %v", name, err))
 		}
 		raw = string(b)
 	}
@@ -105,7 +105,7 @@ func (r Reply) WithID(ids ...string) Reply {
 // OpenAI's retry-after-ms, so a client that reads retry-after-ms can be
 // tested with waits of a few milliseconds.
 func RateLimited(retryAfter time.Duration) Reply {
-	r := Status(http.StatusTooManyRequests, "Rate limit reached for requests (llmtest).")
+	r := Status(http.StatusTooManyRequests, "Rate limit reached for requests (llmfake).")
 	r.errType = "requests"
 	if retryAfter > 0 {
 		r.header = http.Header{}
@@ -117,7 +117,7 @@ func RateLimited(retryAfter time.Duration) Reply {
 
 // ServerError answers 500 with an OpenAI-style server error.
 func ServerError() Reply {
-	r := Status(http.StatusInternalServerError, "The server had an error while processing your request (llmtest).")
+	r := Status(http.StatusInternalServerError, "The server had an error while processing your request (llmfake).")
 	r.errType = "server_error"
 	return r
 }
@@ -151,12 +151,12 @@ func Hang() Reply {
 	return Reply{hang: true}
 }
 
-// Unexpected fails the test with the message (through the testing.TB given
-// to New) and answers 500. Scripts use it for requests they did not expect;
+// Unexpected answers 500 and tells the server's OnUnexpected (llmtest
+// fails the test with it). Scripts use it for requests they did not expect;
 // Seq and Switch return it when they run out of answers or routes.
 func Unexpected(format string, args ...any) Reply {
 	msg := fmt.Sprintf(format, args...)
-	return Reply{status: http.StatusInternalServerError, errType: "llmtest_unexpected", message: "llmtest: " + msg, unexpected: msg}
+	return Reply{status: http.StatusInternalServerError, errType: "llmfake_unexpected", message: "llmfake: " + msg, unexpected: msg}
 }
 
 // isFault reports whether the reply is an HTTP error rather than a message.

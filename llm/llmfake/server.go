@@ -1,15 +1,15 @@
-package llmtest
+package llmfake
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -17,17 +17,17 @@ import (
 // away (cancelled, timed out) before it was answered.
 const StatusClientGone = 499
 
-// waitTimeout bounds WaitRequests and WaitAnswered.
-const waitTimeout = 10 * time.Second
-
 // Server is a fake OpenAI-compatible server answering from a Script.
 type Server struct {
-	tb     testing.TB
-	script Script
-	key    string
-	models []string
-	http   *httptest.Server
-	done   chan struct{} // closed when the test ends; releases Hang and Delay
+	script     Script
+	key        string
+	models     []string
+	unexpected func(msg string)
+	http       *http.Server
+	url        string
+	served     chan struct{} // closed when Serve returned
+	done       chan struct{} // closed by Close; releases Hang and Delay
+	closeOnce  sync.Once
 
 	mu          sync.Mutex
 	records     []Record
@@ -60,25 +60,34 @@ func WithModels(names ...string) Option {
 }
 
 // WithAPIKey sets the API key the server expects (default a random
-// "sk-llmtest-…" key).
+// "sk-llmfake-…" key).
 func WithAPIKey(key string) Option {
 	return func(s *Server) { s.key = key }
 }
 
-// New starts a server answering chat completions with script; it is closed
-// when the test ends. A nil script treats every chat request as Unexpected.
-func New(tb testing.TB, script Script, opts ...Option) *Server {
-	tb.Helper()
+// OnUnexpected sets what is told of a request the server or its script
+// did not expect (an Unexpected reply, a malformed request, an unknown
+// path): llmtest fails the test with it. By default it is ignored (the
+// client still gets its error answer).
+func OnUnexpected(report func(msg string)) Option {
+	return func(s *Server) { s.unexpected = report }
+}
+
+// Start starts a server answering chat completions with script, on a
+// port of the loopback interface; Close stops it. A nil script treats
+// every chat request as Unexpected.
+func Start(script Script, opts ...Option) (*Server, error) {
 	if script == nil {
 		script = func(Request) Reply { return Unexpected("no script, but a chat request arrived") }
 	}
 	s := &Server{
-		tb:      tb,
-		script:  script,
-		key:     "sk-llmtest-" + rand.Text(),
-		models:  []string{"gpt-4o", "gpt-4o-mini"},
-		done:    make(chan struct{}),
-		changed: make(chan struct{}),
+		script:     script,
+		key:        "sk-llmfake-" + rand.Text(),
+		models:     []string{"gpt-4o", "gpt-4o-mini"},
+		unexpected: func(string) {},
+		served:     make(chan struct{}),
+		done:       make(chan struct{}),
+		changed:    make(chan struct{}),
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -87,19 +96,38 @@ func New(tb testing.TB, script Script, opts ...Option) *Server {
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.tb.Errorf("llmtest: unexpected request %s %s", r.Method, r.URL.Path)
-		writeError(w, http.StatusNotFound, "invalid_request_error", "llmtest: no route "+r.Method+" "+r.URL.Path)
+		s.unexpected(fmt.Sprintf("llmfake: unexpected request %s %s", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, "invalid_request_error", "llmfake: no route "+r.Method+" "+r.URL.Path)
 	})
-	s.http = httptest.NewServer(mux)
-	tb.Cleanup(func() {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("llmfake: listen: %w", err)
+	}
+	s.url = "http://" + l.Addr().String()
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.served)
+		_ = s.http.Serve(l) // returns when Close shuts it
+	}()
+	return s, nil
+}
+
+// Close stops the server: requests held by Hang or Delay end without an
+// answer, and it waits for the others. Calling it again does nothing.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
 		close(s.done)
-		s.http.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if s.http.Shutdown(ctx) != nil {
+			s.http.Close()
+		}
+		<-s.served
 	})
-	return s
 }
 
 // URL returns the base URL of the API, ending in /v1 (an OPENAI_BASE_URL).
-func (s *Server) URL() string { return s.http.URL + "/v1" }
+func (s *Server) URL() string { return s.url + "/v1" }
 
 // APIKey returns the key the server expects as "Authorization: Bearer …";
 // other requests get 401.
@@ -113,29 +141,34 @@ func (s *Server) Requests() []Record {
 	return slices.Clone(s.records)
 }
 
-// WaitRequests waits until at least n chat completion requests have
-// arrived and returns the records so far. It fails the test after 10s.
-func (s *Server) WaitRequests(tb testing.TB, n int) []Record {
-	tb.Helper()
-	return s.waitUntil(tb, fmt.Sprintf("%d requests to arrive", n), func(recs []Record) bool {
-		return len(recs) >= n
-	})
+// Wait waits until done holds for the records so far (checked at each
+// arrival and answer) and returns them; when ctx ends first, it returns
+// the records and ctx's error.
+func (s *Server) Wait(ctx context.Context, done func([]Record) bool) ([]Record, error) {
+	for {
+		s.mu.Lock()
+		recs, changed := slices.Clone(s.records), s.changed
+		s.mu.Unlock()
+		if done(recs) {
+			return recs, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return recs, ctx.Err()
+		}
+	}
 }
 
-// WaitAnswered waits until at least n chat completion requests have been
-// answered (or abandoned by their client) and returns the records so far.
-// It fails the test after 10s.
-func (s *Server) WaitAnswered(tb testing.TB, n int) []Record {
-	tb.Helper()
-	return s.waitUntil(tb, fmt.Sprintf("%d requests to be answered", n), func(recs []Record) bool {
-		answered := 0
-		for _, r := range recs {
-			if !r.Answered.IsZero() {
-				answered++
-			}
+// Answered counts the records answered (or abandoned by their client).
+func Answered(recs []Record) int {
+	n := 0
+	for _, r := range recs {
+		if !r.Answered.IsZero() {
+			n++
 		}
-		return answered >= n
-	})
+	}
+	return n
 }
 
 // MaxInFlight returns the largest number of chat completion requests the
@@ -163,25 +196,6 @@ func Overlapping(records ...Record) bool {
 		}
 	}
 	return firstAnswer.IsZero() || lastArrival.Before(firstAnswer)
-}
-
-func (s *Server) waitUntil(tb testing.TB, what string, done func([]Record) bool) []Record {
-	tb.Helper()
-	timeout := time.NewTimer(waitTimeout)
-	defer timeout.Stop()
-	for {
-		s.mu.Lock()
-		recs, changed := slices.Clone(s.records), s.changed
-		s.mu.Unlock()
-		if done(recs) {
-			return recs
-		}
-		select {
-		case <-changed:
-		case <-timeout.C:
-			tb.Fatalf("llmtest: waited %v for %s; %d arrived", waitTimeout, what, len(recs))
-		}
-	}
 }
 
 // arrive records a new request and returns its index.
@@ -244,7 +258,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		Data   []model `json:"data"`
 	}{Object: "list", Data: []model{}}
 	for _, m := range s.models {
-		list.Data = append(list.Data, model{ID: m, Object: "model", OwnedBy: "llmtest"})
+		list.Data = append(list.Data, model{ID: m, Object: "model", OwnedBy: "llmfake"})
 	}
 	writeJSON(w, http.StatusOK, list)
 }
@@ -263,14 +277,14 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if perr != nil {
-		s.tb.Errorf("llmtest: bad chat completion request: %v", perr)
+		s.unexpected(fmt.Sprintf("llmfake: bad chat completion request: %v", perr))
 		s.answer(i, http.StatusBadRequest)
 		writeError(w, http.StatusBadRequest, "invalid_request_error", perr.Error())
 		return
 	}
 	reply := s.run(req)
 	if reply.unexpected != "" {
-		s.tb.Errorf("llmtest: %s", reply.unexpected)
+		s.unexpected("llmfake: " + reply.unexpected)
 	}
 	if !s.wait(r, reply) {
 		s.answer(i, StatusClientGone)

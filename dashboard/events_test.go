@@ -1,0 +1,69 @@
+package dashboard
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// guildStore is a Store whose only reads are SessionGuilds.
+type guildStore struct {
+	Store
+	guilds map[int64]string
+}
+
+func (g guildStore) SessionGuilds(_ context.Context, ids []int64) (map[int64]string, error) {
+	out := map[int64]string{}
+	for _, id := range ids {
+		if gid, ok := g.guilds[id]; ok {
+			out[id] = gid
+		}
+	}
+	return out, nil
+}
+
+var _ Store = guildStore{}
+
+// A change reaches the streams of its guild (and the operator's, and its
+// team's), never another guild's or another team's.
+func TestHubDeliversOnlyToWhoMaySee(t *testing.T) {
+	t.Parallel()
+	h := newHub(guildStore{guilds: map[int64]string{1: "A", 2: "B", 3: "A"}}, time.Second)
+	subs := map[string]*sub{
+		"operator": {all: true},
+		"admin A":  {guilds: map[string]bool{"A": true}},
+		"admin B":  {guilds: map[string]bool{"B": true}},
+		"team 1":   {session: 1},
+		"team 3":   {session: 3},
+	}
+	for _, s := range subs {
+		defer h.subscribe(s)()
+	}
+	got := func() map[string]bool {
+		out := map[string]bool{}
+		for name, s := range subs {
+			select {
+			case <-s.ch:
+				out[name] = true
+			default:
+			}
+		}
+		return out
+	}
+	h.deliver(t.Context(), []int64{1}, false, nil)
+	if g := got(); len(g) != 3 || !g["operator"] || !g["admin A"] || !g["team 1"] {
+		t.Errorf("a change of team 1 (guild A) reached %v, want the operator, admin A and team 1", g)
+	}
+	h.deliver(t.Context(), []int64{2}, false, nil)
+	if g := got(); len(g) != 2 || !g["operator"] || !g["admin B"] {
+		t.Errorf("a change of team 2 (guild B) reached %v, want the operator and admin B", g)
+	}
+	h.deliver(t.Context(), []int64{99}, false, nil) // gone: no guild
+	if g := got(); len(g) != 0 {
+		t.Errorf("a change of an unknown team reached %v", g)
+	}
+	h.deliver(t.Context(), nil, true, nil)
+	if g := got(); len(g) != len(subs) {
+		t.Errorf("an overflow reached %v, want everyone (each reads through its own checks)", g)
+	}
+}

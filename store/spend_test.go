@@ -1,0 +1,246 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/callonbot/callon/master"
+	"github.com/callonbot/callon/store"
+)
+
+// charge holds a call of u's size for session and settles it to u.
+func (w *world) charge(session int64, u master.Usage) {
+	w.t.Helper()
+	held, err := w.store.HoldSpend(w.ctx, master.Hold{SessionID: session, Model: u.Model,
+		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Owner: "p"})
+	if err != nil {
+		w.t.Fatalf("HoldSpend: %v", err)
+	}
+	if err := w.store.SettleSpend(w.ctx, held.ID, u); err != nil {
+		w.t.Fatalf("SettleSpend: %v", err)
+	}
+}
+
+// spent reads what a session used and holds, and its guild's day.
+func (w *world) spent(session int64) (used, held, guildUsed, guildHeld int64) {
+	w.t.Helper()
+	err := w.pool.QueryRow(w.ctx, `
+		SELECT s.prompt_tokens + s.completion_tokens, s.held_tokens,
+		       coalesce(g.used_tokens, 0), coalesce(g.held_tokens, 0)
+		FROM sessions s LEFT JOIN guild_spend g ON g.guild_id = s.guild_id AND g.day = (now() AT TIME ZONE 'UTC')::date
+		WHERE s.id = $1`, session).Scan(&used, &held, &guildUsed, &guildHeld)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return used, held, guildUsed, guildHeld
+}
+
+// A hold counts against the budgets until it is settled, to what the call
+// used: its session's totals, its usage by model, its task's tokens and
+// its guild's day (in all and by model) get the usage, and the holds go.
+func TestHoldThenSettle(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	s := w.startSession()
+	_, ids := w.enqueue(s.ID, task("researcher", "a"))
+	budget := master.Budget{SessionTokens: 1000}
+	held, err := w.store.HoldSpend(w.ctx, master.Hold{SessionID: s.ID, TaskID: ids[0], Model: "m",
+		PromptTokens: 800, CompletionTokens: 200, Owner: "p", Budget: budget})
+	if err != nil || held.ID == 0 {
+		t.Fatalf("HoldSpend = %+v, %v", held, err)
+	}
+	if used, h, gUsed, gHeld := w.spent(s.ID); used != 0 || h != 1000 || gUsed != 0 || gHeld != 1000 {
+		t.Errorf("after the hold: used %d held %d, guild used %d held %d; want 0, 1000, 0, 1000", used, h, gUsed, gHeld)
+	}
+	// The hold reaches the budget: a second call is refused while it is in
+	// flight, and told that only holds stand in its way.
+	_, err = w.store.HoldSpend(w.ctx, master.Hold{SessionID: s.ID, Model: "m", PromptTokens: 100, Owner: "p", Budget: budget})
+	var be *master.BudgetError
+	if err == nil || !errors.As(err, &be) || !be.Busy() || be.Held != 1000 || be.Used != 0 {
+		t.Errorf("a second hold: %v, want a busy team budget (1000 held)", err)
+	}
+	if err := w.store.SettleSpend(w.ctx, held.ID, master.Usage{PromptTokens: 300, CompletionTokens: 50, Model: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	if used, h, gUsed, gHeld := w.spent(s.ID); used != 350 || h != 0 || gUsed != 350 || gHeld != 0 {
+		t.Errorf("after settling: used %d held %d, guild used %d held %d; want 350, 0, 350, 0", used, h, gUsed, gHeld)
+	}
+	if tk := w.task(ids[0]); tk.Usage.Total() != 350 {
+		t.Errorf("task tokens %+v, want the 350 of its call", tk.Usage)
+	}
+	gs, err := w.store.GuildSpend(w.ctx, "g1")
+	if err != nil || fmt.Sprint(gs.Today) != "[{300 50 m}]" {
+		t.Errorf("GuildSpend = %+v, %v", gs, err)
+	}
+	if err := w.store.SettleSpend(w.ctx, held.ID, master.Usage{PromptTokens: 1}); !errors.Is(err, master.ErrNotFound) {
+		t.Errorf("settling twice = %v, want ErrNotFound", err)
+	}
+	if used, _, _, _ := w.spent(s.ID); used != 350 {
+		t.Errorf("a second settlement charged: used %d", used)
+	}
+	if _, err := w.store.HoldSpend(w.ctx, master.Hold{SessionID: 999999, Owner: "p"}); !errors.Is(err, master.ErrNotFound) {
+		t.Errorf("a hold for no session = %v, want ErrNotFound", err)
+	}
+}
+
+// The master's hold counts the call on the turn in the same statement:
+// refused past the ceiling (counted no further), stale when the guard
+// fails, and not counted when the budget refuses it.
+func TestHoldCountsMasterCalls(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	s := w.startSession()
+	turn, _ := w.record(s, "m1")
+	if _, err := w.store.OpenTurn(w.ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	w.lease(s, "p")
+	g := master.Guard{SessionID: s.ID, TurnID: turn.ID, Owner: "p"}
+	hold := func(g master.Guard, budget int64) (master.Held, error) {
+		h, err := w.store.HoldSpend(w.ctx, master.Hold{SessionID: s.ID, Turn: &g, MaxCalls: 2, Model: "m",
+			PromptTokens: 10, Owner: "p", Budget: master.Budget{SessionTokens: budget}})
+		if err == nil {
+			if err := w.store.SettleSpend(w.ctx, h.ID, master.Usage{PromptTokens: 10}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return h, err
+	}
+	for i := 1; i <= 2; i++ {
+		if h, err := hold(g, 0); err != nil || h.Calls != i {
+			t.Fatalf("call %d: %+v, %v", i, h, err)
+		}
+	}
+	if _, err := hold(g, 15); !errors.Is(err, master.ErrBudget) {
+		t.Errorf("over budget and ceiling: %v, want the budget first", err)
+	}
+	if h, err := hold(g, 0); !errors.Is(err, master.ErrCeiling) || h.Calls != 2 {
+		t.Errorf("third call: %+v, %v; want the ceiling at 2", h, err)
+	}
+	stale := g
+	stale.Owner = "other"
+	if _, err := hold(stale, 0); !errors.Is(err, master.ErrStale) {
+		t.Errorf("another owner's guard: %v, want ErrStale", err)
+	}
+	if used, held, _, _ := w.spent(s.ID); used != 20 || held != 0 {
+		t.Errorf("used %d held %d, want the two calls' 20 and nothing held", used, held)
+	}
+}
+
+// Calls running at once cannot overshoot a budget together: teams of one
+// guild, each with several workers calling in parallel, every call
+// holding its worst case and using all of it, spend at most one hold past
+// the team's budget and past the guild's. (Without holds, each worker saw
+// only the others' settled spend, and N workers overshot by about N
+// calls.)
+func TestConcurrentCallsOvershootByOneHoldAtMost(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	const (
+		teams, workers = 4, 5
+		teamBudget     = 1000
+		guildBudget    = 2500
+		worst          = 150 // prompt 100 + max output 50
+	)
+	var sessions []int64
+	for range teams {
+		sessions = append(sessions, w.startSession().ID)
+	}
+	budget := master.Budget{SessionTokens: teamBudget, GuildDailyTokens: guildBudget}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var spentByCalls int64
+	for _, sid := range sessions {
+		for range workers {
+			wg.Go(func() {
+				for {
+					held, err := w.store.HoldSpend(w.ctx, master.Hold{SessionID: sid, Model: "m", PromptTokens: 100,
+						CompletionTokens: 50, Owner: "p", Budget: budget})
+					var be *master.BudgetError
+					switch {
+					case errors.As(err, &be) && be.Busy():
+						continue // calls in flight may settle for less: ask again
+					case errors.As(err, &be):
+						return
+					case err != nil:
+						t.Error(err)
+						return
+					}
+					// The call uses its worst case, or less.
+					u := master.Usage{PromptTokens: 100, CompletionTokens: int64(40 + rand.IntN(11)), Model: "m"}
+					mu.Lock()
+					spentByCalls += u.Total()
+					mu.Unlock()
+					if err := w.store.SettleSpend(w.ctx, held.ID, u); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	var guildUsed int64
+	for _, sid := range sessions {
+		used, held, gUsed, gHeld := w.spent(sid)
+		if used > teamBudget+worst || held != 0 {
+			t.Errorf("team %d used %d (held %d): more than its budget %d plus one hold of %d", sid, used, held, teamBudget, worst)
+		}
+		guildUsed = gUsed
+		if gHeld != 0 {
+			t.Errorf("the guild still holds %d", gHeld)
+		}
+	}
+	if guildUsed > guildBudget+worst || guildUsed < guildBudget {
+		t.Errorf("the guild used %d: want its budget %d reached and overshot by one hold of %d at most", guildUsed, guildBudget, worst)
+	}
+	if guildUsed != spentByCalls {
+		t.Errorf("the guild was charged %d, the calls used %d", guildUsed, spentByCalls)
+	}
+}
+
+// A hold whose process died, or that outlived its expiry, is settled by
+// the sweeper at its worst case (the call may have been made and paid
+// for): no hold is leaked, and a settlement that comes after charges
+// nothing more.
+func TestLostHoldsAreSettledAtWorstCase(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	s := w.startSession()
+	w.exec(`INSERT INTO processes (owner, lost_at) VALUES ('p-dead', now() - interval '1 minute')`)
+	dead, err := w.store.HoldSpend(w.ctx, master.Hold{SessionID: s.ID, Model: "m", PromptTokens: 70, CompletionTokens: 30, Owner: "p-dead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.store.SweepExpired(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if used, held, gUsed, gHeld := w.spent(s.ID); used != 100 || held != 0 || gUsed != 100 || gHeld != 0 {
+		t.Errorf("after the dead process's sweep: used %d held %d, guild %d/%d; want its worst case charged, nothing held", used, held, gUsed, gHeld)
+	}
+	if err := w.store.SettleSpend(w.ctx, dead.ID, master.Usage{PromptTokens: 5}); !errors.Is(err, master.ErrNotFound) {
+		t.Errorf("a late settlement = %v, want ErrNotFound", err)
+	}
+	// A live process's hold that outlived its expiry goes at the sweep
+	// after (expired holds are looked for every minute at most).
+	_, err = w.store.HoldSpend(w.ctx, master.Hold{SessionID: s.ID, Model: "m", PromptTokens: 40, Owner: "p-live", TTL: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.exec(`UPDATE spend_holds SET expires_at = now() - interval '1 second'`)
+	store.ForgetHoldSweep(w.store)
+	if _, _, err := w.store.SweepExpired(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if used, held, _, _ := w.spent(s.ID); used != 140 || held != 0 {
+		t.Errorf("after the expiry: used %d held %d, want 140 and nothing held", used, held)
+	}
+	gs, err := w.store.GuildSpend(w.ctx, "g1")
+	if err != nil || fmt.Sprint(gs.Today) != "[{110 30 m}]" {
+		t.Errorf("GuildSpend = %+v, %v", gs, err)
+	}
+}

@@ -1,0 +1,105 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/callonbot/callon/master"
+)
+
+// A message counts as sent only once the UI took it; once the terminal
+// is closed, messages fail so that the outbox keeps them.
+func TestMessengerHandsOver(t *testing.T) {
+	t.Parallel()
+	m := NewMessenger()
+	sent := make(chan error, 1)
+	go func() {
+		_, err := m.Send(context.Background(), master.OutMessage{ID: 1, Kind: master.OutReply, TurnID: 7, Content: "hi", Nonce: "n1"})
+		sent <- err
+	}()
+	ev := <-m.Events()
+	if err := <-sent; err != nil || ev.Kind != Said || ev.Turn != 7 || ev.Text != "hi" {
+		t.Fatalf("event %+v, send %v", ev, err)
+	}
+	go func() {
+		_, err := m.Send(context.Background(), master.OutMessage{ID: 2, Kind: master.OutApproval, SessionID: 1, Content: "ask",
+			Nonce: "n2", Buttons: master.ApprovalButtons(12)})
+		sent <- err
+	}()
+	ev = <-m.Events()
+	if err := <-sent; err != nil || ev.Kind != Asked || ev.Approval != 12 {
+		t.Fatalf("approval event %+v, send %v", ev, err)
+	}
+	edited := make(chan error, 1)
+	go func() { edited <- m.Edit(context.Background(), "", ev.ID, "✅ Approved") }()
+	if got := <-m.Events(); got.Kind != Settled || got.Approval != 12 || got.Text != "✅ Approved" {
+		t.Errorf("the edit of a request is %+v, want it Settled", got)
+	}
+	if err := <-edited; err != nil {
+		t.Error(err)
+	}
+	if err := m.Edit(context.Background(), "", "m-unknown", "x"); err != nil {
+		t.Errorf("editing a message an earlier chat showed: %v, want nil (nothing here shows it)", err)
+	}
+	go func() {
+		_, err := m.Send(context.Background(), master.OutMessage{ID: 3, Kind: master.OutNotice, TurnID: 7, Content: "⏳ Team at work", Nonce: "n3"})
+		sent <- err
+	}()
+	if got := <-m.Events(); got.Kind != Status {
+		t.Errorf("a turn's notice is %+v, want a Status", got)
+	}
+	<-sent
+	go func() {
+		_, err := m.Send(context.Background(), master.OutMessage{ID: 4, Kind: master.OutReply, Content: "late", Nonce: "n4"})
+		sent <- err
+	}()
+	m.Close()
+	if err := <-sent; !errors.Is(err, ErrClosed) {
+		t.Errorf("a message nobody took before Close: %v, want ErrClosed", err)
+	}
+}
+
+// Nothing a model writes reaches the terminal as an escape sequence: the
+// UI's Markdown, its live blocks and its prompts show it as text.
+func TestModelShowsNoEscapesFromText(t *testing.T) {
+	t.Parallel()
+	evil := "Hi \x1b]0;pwned\x07\x1b[2J\x1b[31mred\r\u202eevil **bold**"
+	mdl := newModel(context.Background(), nil, NewMessenger(), Options{}, lipgloss.NewRenderer(&strings.Builder{}))
+	mdl.event(Event{Kind: Said, Out: master.OutReply, Text: evil})
+	mdl.event(Event{Kind: Status, ID: "s", Text: "⏳ " + evil})
+	mdl.event(Event{Kind: Asked, ID: "a", Approval: 3, Text: "🔐 " + evil})
+	out := strings.Join(mdl.queue, "\n") + mdl.View()
+	for _, bad := range []string{"\x1b]", "\x1b[2J", "\x1b[31m", "\r", "\u202e", "\x07"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the terminal would get %q from a model's text:\n%q", bad, out)
+		}
+	}
+	if !strings.Contains(out, "pwned") || !strings.Contains(out, "evil") {
+		t.Errorf("the text itself should show:\n%q", out)
+	}
+}
+
+// An approval request whose arguments were too long for its message
+// attaches them; a terminal shows them whole, in the request.
+func TestMessengerShowsAttachedArguments(t *testing.T) {
+	t.Parallel()
+	m := NewMessenger()
+	sent := make(chan error, 1)
+	go func() {
+		_, err := m.Send(context.Background(), master.OutMessage{ID: 1, Kind: master.OutApproval, SessionID: 1, Content: "ask",
+			Nonce: "n1", Buttons: master.ApprovalButtons(3),
+			File: master.File{Name: master.ArgsFileName, Data: []byte("{\n  \"path\": \"/home/callon/.ssh/authorized_keys\"\n}\n")}})
+		sent <- err
+	}()
+	ev := <-m.Events()
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ev.Text, master.ArgsFileName) || !strings.Contains(ev.Text, `"path": "/home/callon/.ssh/authorized_keys"`) {
+		t.Errorf("the request shows %q, want the attached arguments in it", ev.Text)
+	}
+}
