@@ -81,6 +81,9 @@ type OutboxStore interface {
 	// ShortenWaits brings every pending message's retry forward to at
 	// most within after its last try.
 	ShortenWaits(ctx context.Context, within time.Duration) (int, error)
+	// ReleaseClaims gives back every message owner still holds a claim
+	// on (a claim the stop cut short may have committed unseen).
+	ReleaseClaims(ctx context.Context, owner string) error
 }
 
 // NewOutbox returns the outbox sender; Run starts it.
@@ -106,6 +109,15 @@ func NewOutbox(cfg OutboxConfig, store OutboxStore, out Messenger, logger *slog.
 // while probing, one probe every ProbeEvery (wakes change nothing then:
 // new messages wait behind the probe too).
 func (d *Outbox) Run(ctx context.Context) error {
+	defer func() {
+		// A claim cut short by the stop may have committed: give back
+		// what this sender still holds, for the next process.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := d.store.ReleaseClaims(rctx, d.cfg.Owner); err != nil {
+			d.log.Warn("give back the messages claimed", "err", err)
+		}
+	}()
 	for {
 		n, err := d.Flush(ctx)
 		if ctx.Err() != nil {

@@ -59,6 +59,7 @@ func (f *outboxFake) ProbeOutbox(context.Context, Scope, string, time.Duration) 
 	}
 	return m, ok, nil
 }
+func (f *outboxFake) ReleaseClaims(context.Context, string) error { return nil }
 func (f *outboxFake) ShortenWaits(context.Context, time.Duration) (int, error) {
 	f.note("shorten waits")
 	return 0, nil

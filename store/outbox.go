@@ -72,6 +72,16 @@ func (s *Store) ProbeOutbox(ctx context.Context, scope master.Scope, owner strin
 // the scope in $4 (surface) and $5 (attached to; "" for any).
 const inScope = `EXISTS (SELECT 1 FROM sessions s WHERE s.id = o.session_id AND s.surface = $4 AND ($5 = '' OR s.attached_to = $5))`
 
+// ReleaseClaims gives back, untried, every pending message owner holds a
+// claim on: at a stop, a claim cut short may have committed unseen.
+func (s *Store) ReleaseClaims(ctx context.Context, owner string) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE outbox SET lease_until = NULL, lease_owner = NULL
+		WHERE state = 'pending' AND lease_owner = $1`, owner); err != nil {
+		return fmt.Errorf("release outbox claims: %w", err)
+	}
+	return nil
+}
+
 // ShortenWaits brings every pending message's retry forward to at most
 // within after its last failed try (to now for those tried longer ago),
 // and returns how many it changed: Discord answered again, so what waited
