@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Build: docker build --build-arg VERSION=v1.2.3 --build-arg REVISION=$(git rev-parse --short HEAD) .
+# Build: docker build --build-arg VERSION=1.2.3 --build-arg REVISION=$(git rev-parse --short HEAD) .
 # (.dockerignore keeps .git and .env out of the build, so the version comes
 # from these arguments; `callon version` and callon_build_info show it.)
 FROM golang:1.26-bookworm AS build
@@ -8,7 +8,8 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod \
     go mod download
 COPY . .
-ARG VERSION=dev
+# Empty: callon reports the latest release of CHANGELOG.md with "+dev".
+ARG VERSION=
 ARG REVISION=
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \

@@ -5,10 +5,11 @@ PKGS ?= ./...
 .PHONY: test fmt-check vet chromium-check build run compose-check
 
 ## test: gofmt check, go vet, and every test with the race detector against a real Postgres
-## (the dashboard's browser tests included: they need Chromium).
+## (the dashboard's browser tests included: they need Chromium; 30 minutes per package:
+## internal/releasetest builds GoReleaser the first time on a machine).
 test: fmt-check vet chromium-check
 	@url="$$(./scripts/test-db.sh)" && \
-	DATABASE_URL="$$url" $(GO) test -race -count=1 $(PKGS)
+	DATABASE_URL="$$url" $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -29,7 +30,7 @@ build:
 run:
 	$(GO) run ./cmd/callon
 
-## compose-check: validate docker-compose.yml (and the dev file) as `docker compose config` does,
+## compose-check: validate docker-compose.yml and its overrides as `docker compose config` does,
 ## with compose-go; needs no Docker. `make test` runs it too.
 compose-check:
 	$(GO) test -count=1 ./internal/deploytest

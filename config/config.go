@@ -101,6 +101,9 @@ type Config struct {
 	Warnings []string
 
 	errs []error // problems found while parsing; reported by Validate
+	// rolesFileErr is every problem of the roles file; Validate reports
+	// it with the problems callers found in it beyond its shape.
+	rolesFileErr *RolesFileError
 }
 
 // Limits bound what a team may consume. Every one has a default.
@@ -173,7 +176,7 @@ func Load(getenv func(string) string) Config {
 	}
 	if c.RolesFile != "" {
 		rf, err := loadRolesFile(c.RolesFile, getenv)
-		if err != nil {
+		if err != nil && !errors.As(err, &c.rolesFileErr) {
 			p.fail("CALLON_ROLES_FILE", "%v", err)
 		}
 		c.Roles, c.MCPServers, c.Providers, c.GuildTrustedBots = rf.Rosters, rf.MCPServers, rf.Providers, rf.TrustedBots
@@ -218,9 +221,19 @@ const (
 
 // Validate reports every invalid field at once, each naming its variable
 // and what is wrong, joined in one error. need adds the variables the
-// calling command requires.
-func (c Config) Validate(need Need) error {
+// calling command requires. rolesFile adds problems the caller found in
+// the roles file beyond its shape (a role the operator's policy refuses),
+// reported with the file's own in one CALLON_ROLES_FILE error.
+func (c Config) Validate(need Need, rolesFile ...Problem) error {
 	errs := append([]error(nil), c.errs...)
+	if c.rolesFileErr != nil || len(rolesFile) > 0 {
+		all := &RolesFileError{Path: c.RolesFile}
+		if c.rolesFileErr != nil {
+			all.Problems = append(all.Problems, c.rolesFileErr.Problems...)
+		}
+		all.Problems = append(all.Problems, rolesFile...)
+		errs = append(errs, fieldError("CALLON_ROLES_FILE", all.Error()))
+	}
 	if need&NeedDatabase != 0 && c.DatabaseURL == "" {
 		errs = append(errs, fieldError("DATABASE_URL", "is required: a Postgres database of callon's own, "+
 			"e.g. postgres://callon:PASSWORD@localhost:5432/callon (create it first: createdb callon)"))
@@ -261,6 +274,25 @@ func (c Config) String() string {
 // LogValue logs the configuration as a group of fields, every secret
 // redacted.
 func (c Config) LogValue() slog.Value { return slog.GroupValue(c.attrs()...) }
+
+// Summary is what the start-up log line shows of the configuration:
+// where callon's data and models are, and every setting that differs
+// from its default, secrets redacted. LogValue has every setting.
+func (c Config) Summary() slog.Value {
+	defaults := map[string]string{}
+	for _, a := range Load(func(string) string { return "" }).attrs() {
+		defaults[a.Key] = a.Value.String()
+	}
+	essential := map[string]bool{"database_url": true, "openai_base_url": true, "master_model": true,
+		"worker_model": true, "discord_token": true, "openai_api_key": true}
+	var out []slog.Attr
+	for _, a := range c.attrs() {
+		if essential[a.Key] || a.Value.String() != defaults[a.Key] {
+			out = append(out, a)
+		}
+	}
+	return slog.GroupValue(out...)
+}
 
 // attrs is every setting, secrets redacted.
 func (c Config) attrs() []slog.Attr {

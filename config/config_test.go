@@ -113,7 +113,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		"OPENAI_API_KEY": "sk-secret-key",
 		"DATABASE_URL":   "postgres://callon:db-secret-pw@db:5432/callon",
 	}))
-	for _, s := range []string{c.String(), fmt.Sprint(c), fmt.Sprintf("%v %+v", c, c.LogValue())} {
+	for _, s := range []string{c.String(), fmt.Sprint(c), fmt.Sprintf("%v %+v %+v", c, c.LogValue(), c.Summary())} {
 		for _, secret := range []string{"discord-secret-token", "sk-secret-key", "db-secret-pw"} {
 			if strings.Contains(s, secret) {
 				t.Errorf("printed config contains %q:\n%s", secret, s)

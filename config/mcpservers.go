@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -95,6 +96,8 @@ type mcpServerYAML struct {
 	Approvers    idsYAML    `yaml:"approvers"`
 	ReadsPrivate markYAML   `yaml:"reads_private"`
 	SendsOut     markYAML   `yaml:"sends_out"`
+
+	Line int `yaml:"-"`
 }
 
 // approvalYAML is `required` or a list of tool names.
@@ -111,9 +114,15 @@ func (a *approvalYAML) UnmarshalYAML(n *yaml.Node) error {
 		a.all = true
 		return nil
 	case n.Kind == yaml.SequenceNode:
-		return n.Decode(&a.tools)
+		for _, item := range n.Content {
+			if item.Kind != yaml.ScalarNode {
+				return fmt.Errorf("want `required` or a list of tool names, got a list holding something else at line %d", item.Line)
+			}
+			a.tools = append(a.tools, item.Value)
+		}
+		return nil
 	}
-	return fmt.Errorf("line %d: approval: want `required` or a list of tool names", n.Line)
+	return fmt.Errorf("want `required` or a list of tool names")
 }
 
 // server checks one mcp_servers entry and expands its ${VAR}s; a nil
@@ -232,16 +241,18 @@ func expandVars(s string, getenv func(string) string) (string, error) {
 // drops duplicates.
 func roleTools(list []string, servers map[string]mcpServerYAML) ([]string, error) {
 	var out []string
+	var errs []error
 	for _, t := range list {
 		t = strings.TrimSpace(t)
 		if err := checkToolEntry(t, servers); err != nil {
-			return nil, fmt.Errorf("tools: %q: %w", t, err)
+			errs = append(errs, fmt.Errorf("tools: %q: %w", t, err))
+			continue
 		}
 		if !slices.Contains(out, t) {
 			out = append(out, t)
 		}
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 func checkToolEntry(t string, servers map[string]mcpServerYAML) error {

@@ -47,6 +47,7 @@ type providerYAML struct {
 	APIKeyEnv   string            `yaml:"api_key_env"`
 	Headers     map[string]string `yaml:"headers"`
 	ToolDialect string            `yaml:"tool_dialect"`
+	Line        int               `yaml:"-"`
 }
 
 // provider checks and expands one roles-file provider; a nil getenv

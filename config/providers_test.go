@@ -119,7 +119,7 @@ providers:
     tool_dialect: sometimes
 `), 0o600)
 	err := config.Load(func(k string) string { return env[k] }).Validate(0)
-	if err == nil || !strings.Contains(err.Error(), `provider "sloppy": tool_dialect: must be auto or strict, got "sometimes"`) {
+	if err == nil || !strings.Contains(err.Error(), `line 3: providers.sloppy: tool_dialect: must be auto or strict, got "sometimes"`) {
 		t.Errorf("Validate = %v, want the bad tool_dialect named", err)
 	}
 }

@@ -1,11 +1,11 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +19,8 @@ type Roster struct {
 	GuildID   string // "" for the file's default roster
 	ChannelID string // "" for a guild's roster
 	Roles     []Role
+	// Line is where the roster starts in the roles file (0 when unknown).
+	Line int
 }
 
 // Role is a role as the roles file defines it. Its content (name, length
@@ -35,6 +37,9 @@ type Role struct {
 	// Tools is what the role may call: "fetch_url", "<server>.<tool>" or
 	// "<server>.*", each server one of the file's mcp_servers.
 	Tools []string
+	// Line is where the role starts in the roles file (0 when unknown),
+	// for errors found later, such as a tool its server does not list.
+	Line int
 }
 
 // The roles file's YAML shape:
@@ -65,10 +70,12 @@ type guildYAML struct {
 	TrustedBots []string               `yaml:"trusted_bots"`
 	// FetchAllow: private hosts fetch_url may reach for this guild only.
 	FetchAllow []string `yaml:"fetch_allow"`
+	Line       int      `yaml:"-"`
 }
 
 type channelYAML struct {
 	Roles []roleYAML `yaml:"roles"`
+	Line  int        `yaml:"-"`
 }
 
 type roleYAML struct {
@@ -80,6 +87,7 @@ type roleYAML struct {
 	MaxTokens   int      `yaml:"max_tokens"`
 	Timeout     string   `yaml:"timeout"`
 	Tools       []string `yaml:"tools"`
+	Line        int      `yaml:"-"`
 }
 
 // maxRolesFile bounds the roles file: it is configuration, not data.
@@ -105,31 +113,37 @@ type RolesFile struct {
 }
 
 // loadRolesFile reads and parses the roles file at path, expanding
-// ${VAR}s through getenv. Its errors name the file and, where it applies,
-// the guild, channel and role, or the MCP server.
+// ${VAR}s through getenv. Its error is a *RolesFileError naming the file
+// and, at each line, what is wrong there. With problems, it still
+// returns what parsed, so that the roles that are right can be checked
+// too.
 func loadRolesFile(path string, getenv func(string) string) (RolesFile, error) {
+	fileErr := func(text string) error {
+		return &RolesFileError{Path: path, Problems: []Problem{{Text: text}}}
+	}
 	f, err := os.Open(path)
 	if err != nil {
-		return RolesFile{}, fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
+		return RolesFile{}, fileErr(fmt.Sprintf("cannot read it: %v", errors.Unwrap(err)))
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxRolesFile+1))
 	if err != nil {
-		return RolesFile{}, fmt.Errorf("cannot read %s: %w", path, err)
+		return RolesFile{}, fileErr(fmt.Sprintf("cannot read it: %v", err))
 	}
 	if len(data) > maxRolesFile {
-		return RolesFile{}, fmt.Errorf("%s is larger than %d bytes", path, maxRolesFile)
+		return RolesFile{}, fileErr(fmt.Sprintf("it is larger than %d bytes", maxRolesFile))
 	}
 	rf, err := ParseRolesFile(data, getenv)
-	if err != nil {
-		return RolesFile{}, fmt.Errorf("%s: %w", path, err)
+	var rfe *RolesFileError
+	if errors.As(err, &rfe) {
+		rfe.Path = path
 	}
-	return rf, nil
+	return rf, err
 }
 
 // ParseRoles parses a roles file and returns its rosters: its default
 // roster first, then each guild's roster followed by its channels', in id
-// order. Unknown fields, ids that are not Discord ids, bad timeouts,
+// order. Unknown keys, ids that are not Discord ids, bad timeouts,
 // scopes without roles and tools naming undeclared MCP servers are errors.
 // It checks the MCP servers' shape but, returning only rosters, leaves
 // their ${VAR}s unexpanded; ParseRolesFile expands them.
@@ -141,7 +155,8 @@ func ParseRoles(data []byte) ([]Roster, error) {
 // ParseRolesFile parses a roles file: its rosters as ParseRoles does, and
 // its MCP servers with their ${VAR}s expanded through getenv. A variable
 // that is unset or empty is an error naming the server and the variable,
-// never its value.
+// never its value. The error is a *RolesFileError with every problem
+// found, each at its line; what parsed is returned with it.
 func ParseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) {
 	if getenv == nil {
 		return RolesFile{}, errors.New("no getenv to expand ${VAR}s with")
@@ -152,32 +167,38 @@ func ParseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 // parseRolesFile parses a roles file; a nil getenv leaves ${VAR}s as
 // they are, after checking their syntax.
 func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return RolesFile{}, &RolesFileError{Problems: []Problem{yamlError(err)}}
+	}
 	var doc rolesFileYAML
-	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return RolesFile{}, fmt.Errorf("invalid YAML: %w", err)
+	d := &decoder{}
+	if len(root.Content) > 0 {
+		d.decode(root.Content[0], reflect.ValueOf(&doc).Elem(), "")
 	}
 	var rf RolesFile
 	for _, name := range sortedKeys(doc.Providers) {
 		p, err := doc.Providers[name].provider(name, getenv)
 		if err != nil {
-			return RolesFile{}, fmt.Errorf("provider %q: %w", name, err)
+			d.addf(doc.Providers[name].Line, "providers."+name, "%v", err)
+			continue
 		}
 		rf.Providers = append(rf.Providers, p)
 	}
 	for _, name := range sortedKeys(doc.MCPServers) {
 		srv, err := doc.MCPServers[name].server(name, getenv)
 		if err != nil {
-			return RolesFile{}, fmt.Errorf("mcp server %q: %w", name, err)
+			d.addf(doc.MCPServers[name].Line, "mcp_servers."+name, "%v", err)
+			continue
 		}
 		rf.MCPServers = append(rf.MCPServers, srv)
 	}
-	add := func(guildID, channelID string, roles []roleYAML) error {
-		r := Roster{GuildID: guildID, ChannelID: channelID}
+	add := func(guildID, channelID string, roles []roleYAML, line int) {
+		r := Roster{GuildID: guildID, ChannelID: channelID, Line: line}
 		where := scopeName(guildID, channelID)
 		if len(roles) == 0 {
-			return fmt.Errorf("%s: no roles (a roster needs at least one; leave the entry out to fall back to the next source)", where)
+			d.addf(line, where, "no roles (a roster needs at least one; leave the entry out to fall back to the next source)")
+			return
 		}
 		for i, y := range roles {
 			role, err := y.role(doc.MCPServers)
@@ -186,39 +207,43 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 				if name == "" {
 					name = "#" + strconv.Itoa(i+1)
 				}
-				return fmt.Errorf("%s: role %q: %w", where, name, err)
+				for _, e := range unjoin(err) {
+					d.addf(y.Line, where, "role %q: %v", name, e)
+				}
+				continue
 			}
 			r.Roles = append(r.Roles, role)
 		}
 		rf.Rosters = append(rf.Rosters, r)
-		return nil
 	}
 	if doc.Roles != nil {
-		if err := add("", "", doc.Roles); err != nil {
-			return RolesFile{}, err
-		}
+		add("", "", doc.Roles, lineOf(root, "roles"))
 	}
 	for _, gid := range sortedKeys(doc.Guilds) {
 		g := doc.Guilds[gid]
 		if !isSnowflake(gid) {
-			return RolesFile{}, fmt.Errorf("guild %q: not a numeric Discord id (quote ids: \"123…\")", gid)
+			d.addf(g.Line, "guilds", "%q is not a numeric Discord id (quote ids: \"123…\")", gid)
+			continue
 		}
 		if g.Roles == nil && len(g.Channels) == 0 && len(g.TrustedBots) == 0 && len(g.FetchAllow) == 0 {
-			return RolesFile{}, fmt.Errorf("guild %s: no roles and no channels (nor trusted_bots, nor fetch_allow)", gid)
+			d.addf(g.Line, "guild "+gid, "no roles and no channels (nor trusted_bots, nor fetch_allow)")
+			continue
 		}
 		if len(g.FetchAllow) > 0 {
 			hosts, err := checkHosts(g.FetchAllow)
 			if err != nil {
-				return RolesFile{}, fmt.Errorf("guild %s: fetch_allow: %w", gid, err)
+				d.addf(g.Line, "guild "+gid, "fetch_allow: %v", err)
+			} else {
+				if rf.FetchAllow == nil {
+					rf.FetchAllow = map[string][]string{}
+				}
+				rf.FetchAllow[gid] = hosts
 			}
-			if rf.FetchAllow == nil {
-				rf.FetchAllow = map[string][]string{}
-			}
-			rf.FetchAllow[gid] = hosts
 		}
 		for _, id := range g.TrustedBots {
 			if !isSnowflake(id) {
-				return RolesFile{}, fmt.Errorf("guild %s: trusted_bots: %q is not a numeric Discord id (quote ids: \"123…\")", gid, id)
+				d.addf(g.Line, "guild "+gid, "trusted_bots: %q is not a numeric Discord id (quote ids: \"123…\")", id)
+				continue
 			}
 			if rf.TrustedBots == nil {
 				rf.TrustedBots = map[string][]string{}
@@ -226,32 +251,48 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 			rf.TrustedBots[gid] = append(rf.TrustedBots[gid], id)
 		}
 		if g.Roles != nil {
-			if err := add(gid, "", g.Roles); err != nil {
-				return RolesFile{}, err
-			}
+			add(gid, "", g.Roles, g.Line)
 		}
 		for _, cid := range sortedKeys(g.Channels) {
+			c := g.Channels[cid]
 			if !isSnowflake(cid) {
-				return RolesFile{}, fmt.Errorf("guild %s: channel %q: not a numeric Discord id", gid, cid)
+				d.addf(c.Line, "guild "+gid, "channel %q is not a numeric Discord id", cid)
+				continue
 			}
-			if err := add(gid, cid, g.Channels[cid].Roles); err != nil {
-				return RolesFile{}, err
-			}
+			add(gid, cid, c.Roles, c.Line)
 		}
 	}
-	hosts, err := checkHosts(doc.OutboundAllow)
-	if err != nil {
-		return RolesFile{}, fmt.Errorf("outbound_allow: %w", err)
+	if hosts, err := checkHosts(doc.OutboundAllow); err != nil {
+		d.addf(lineOf(root, "outbound_allow"), "outbound_allow", "%v", err)
+	} else {
+		rf.OutboundAllow = hosts
 	}
-	rf.OutboundAllow = hosts
 	// A file may declare only MCP servers or providers, for roles set by
 	// command; a file that declares nothing is a mistake.
-	if len(rf.Rosters) == 0 && len(rf.MCPServers) == 0 && len(rf.Providers) == 0 && len(rf.TrustedBots) == 0 && len(rf.FetchAllow) == 0 {
-		return RolesFile{}, errors.New("defines no roles: give a default `roles:` list or `guilds:` (or `mcp_servers:` for roles set by command)")
+	if len(d.problems) == 0 && len(rf.Rosters) == 0 && len(rf.MCPServers) == 0 && len(rf.Providers) == 0 && len(rf.TrustedBots) == 0 && len(rf.FetchAllow) == 0 {
+		d.addf(0, "", "defines no roles: give a default `roles:` list or `guilds:` (or `mcp_servers:` for roles set by command)")
+	}
+	if len(d.problems) > 0 {
+		return rf, &RolesFileError{Problems: d.problems}
 	}
 	return rf, nil
 }
 
+// lineOf is the line of a top-level key of the file, 0 if it has none.
+func lineOf(root yaml.Node, key string) int {
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return 0
+	}
+	m := root.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i].Line
+		}
+	}
+	return 0
+}
+
+// role checks one role of the file; its error joins every problem.
 func (y roleYAML) role(servers map[string]mcpServerYAML) (Role, error) {
 	r := Role{
 		Name:        strings.TrimSpace(y.Name),
@@ -260,20 +301,22 @@ func (y roleYAML) role(servers map[string]mcpServerYAML) (Role, error) {
 		Model:       strings.TrimSpace(y.Model),
 		Temperature: y.Temperature,
 		MaxTokens:   y.MaxTokens,
+		Line:        y.Line,
 	}
+	var errs []error
 	if s := strings.TrimSpace(y.Timeout); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
-			return r, fmt.Errorf("timeout %q is not a duration such as \"90s\" or \"5m\"", s)
+			errs = append(errs, fmt.Errorf("timeout %q is not a duration such as \"90s\" or \"5m\"", s))
 		}
 		r.Timeout = d
 	}
 	tools, err := roleTools(y.Tools, servers)
 	if err != nil {
-		return r, err
+		errs = append(errs, err)
 	}
 	r.Tools = tools
-	return r, nil
+	return r, errors.Join(errs...)
 }
 
 // scopeName names a scope of the roles file in errors.
@@ -324,4 +367,12 @@ func (p *parser) models(v, worker, master string) []string {
 		}
 	}
 	return list
+}
+
+// unjoin splits an error of errors.Join into its errors.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

@@ -83,10 +83,10 @@ func TestParseRolesErrors(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"syntax", "roles: [", []string{"invalid YAML"}},
+		{"syntax", "roles: [", []string{"line 1", "not valid YAML"}},
 		{"unknown field", "roles:\n  - name: a\n    descripton: typo\n", []string{"line 3", "descripton"}},
 		{"empty", "", []string{"defines no roles"}},
-		{"bad guild id", "guilds:\n  marketing:\n    roles: [{name: a, description: d, prompt: p}]\n", []string{`guild "marketing"`, "numeric Discord id"}},
+		{"bad guild id", "guilds:\n  marketing:\n    roles: [{name: a, description: d, prompt: p}]\n", []string{"line 2", `guilds: "marketing"`, "numeric Discord id"}},
 		{"bad channel id", "guilds:\n  \"1\":\n    channels:\n      general:\n        roles: [{name: a, description: d, prompt: p}]\n", []string{"guild 1", `channel "general"`}},
 		{"channel without roles", "guilds:\n  \"1\":\n    channels:\n      \"2\": {roles: []}\n", []string{"guild 1, channel 2", "no roles"}},
 		{"guild without anything", "guilds:\n  \"1\": {}\n", []string{"guild 1", "no roles and no channels"}},
@@ -250,15 +250,15 @@ func TestParseRolesFileMCPErrors(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"bad name", "mcp_servers:\n  Search:\n    url: https://x\n" + role, []string{`mcp server "Search"`, "a-z, 0-9"}},
+		{"bad name", "mcp_servers:\n  Search:\n    url: https://x\n" + role, []string{"mcp_servers.Search", "a-z, 0-9"}},
 		{"long name", "mcp_servers:\n  " + strings.Repeat("a", 33) + ":\n    url: https://x\n" + role, []string{"1 to 32"}},
-		{"both", "mcp_servers:\n  s:\n    url: https://x\n    command: [x]\n" + role, []string{`mcp server "s"`, "not both"}},
-		{"neither", "mcp_servers:\n  s: {approval: required}\n" + role, []string{`mcp server "s"`, "needs a command"}},
+		{"both", "mcp_servers:\n  s:\n    url: https://x\n    command: [x]\n" + role, []string{"mcp_servers.s", "not both"}},
+		{"neither", "mcp_servers:\n  s: {approval: required}\n" + role, []string{"mcp_servers.s", "needs a command"}},
 		{"env on url", "mcp_servers:\n  s: {url: https://x, env: {A: b}}\n" + role, []string{"env is for command servers"}},
 		{"headers on command", "mcp_servers:\n  s: {command: [x], headers: {A: b}}\n" + role, []string{"headers are for url servers"}},
-		{"bad url", "mcp_servers:\n  s: {url: \"ftp://x\"}\n" + role, []string{`mcp server "s"`, "url: must be an http"}},
+		{"bad url", "mcp_servers:\n  s: {url: \"ftp://x\"}\n" + role, []string{"mcp_servers.s", "url: must be an http"}},
 		{"unset var", "mcp_servers:\n  s: {url: https://x, headers: {Authorization: \"Bearer ${NOPE}\"}}\n" + role,
-			[]string{`mcp server "s"`, "headers.Authorization", "${NOPE}", "not set"}},
+			[]string{"mcp_servers.s", "headers.Authorization", "${NOPE}", "not set"}},
 		{"bad var", "mcp_servers:\n  s: {command: [\"${1X}\"]}\n" + role, []string{"command[0]", "${1X}"}},
 		{"unterminated var", "mcp_servers:\n  s: {command: [x, \"${X\"]}\n" + role, []string{"command[1]", "unterminated"}},
 		{"bad env name", "mcp_servers:\n  s: {command: [x], env: {\"A-B\": c}}\n" + role, []string{"env", `"A-B"`}},
@@ -305,7 +305,7 @@ func TestLoadRolesFileMCPServers(t *testing.T) {
 
 	delete(vars, "SEARCH_TOKEN")
 	err := config.Load(env(vars)).Validate(0)
-	for _, w := range []string{"CALLON_ROLES_FILE", path, `mcp server "search"`, "${SEARCH_TOKEN}"} {
+	for _, w := range []string{"CALLON_ROLES_FILE", path, "mcp_servers.search", "${SEARCH_TOKEN}"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("got %v, want an error containing %q", err, w)
 		}

@@ -215,7 +215,7 @@ func permanent(model string, err error) error {
 	case http.StatusForbidden:
 		msg = fmt.Sprintf("the LLM server refused access to the model `%s` (HTTP 403)", model)
 	case http.StatusNotFound:
-		msg = fmt.Sprintf("the model `%s` was not found on the LLM server (check the model name and OPENAI_BASE_URL)", model)
+		msg = fmt.Sprintf("the model `%s` was not found on the LLM server (check CALLON_MASTER_MODEL, CALLON_WORKER_MODEL or the role's model, and OPENAI_BASE_URL; callon doctor lists what the server has)", model)
 	case http.StatusBadRequest:
 		msg = fmt.Sprintf("the LLM server rejected the request to `%s` as invalid (HTTP 400; does the model support tool calling?)", model)
 	default:

@@ -3,6 +3,7 @@ package master
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error codes: what kind of failure an Error is. They are a contract
@@ -98,6 +99,16 @@ func ErrorCode(err error) string {
 	default:
 		return EInternal
 	}
+}
+
+// sentence ends text with a period, unless it ends a sentence already
+// (a server's message often does).
+func sentence(text string) string {
+	text = strings.TrimSpace(text)
+	if strings.HasSuffix(text, ".") || strings.HasSuffix(text, "!") || strings.HasSuffix(text, "?") {
+		return text
+	}
+	return text + "."
 }
 
 // ErrorMessage is the safe message of the first *Error in err's chain,

@@ -619,7 +619,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 		case ErrorCode(err) == EModel:
 			// Retrying cannot help: say at once what an operator must fix.
 			log.Error("the LLM server refuses the master's calls", "err", err)
-			return o.end(ctx, g, tc.turn, OutcomeRefused, "Sorry, I can't answer: "+ErrorMessage(err)+". Whoever runs this bot can fix that.", usage)
+			return o.end(ctx, g, tc.turn, OutcomeRefused, "Sorry, I can't answer: "+sentence(ErrorMessage(err))+" Whoever runs this bot can fix that.", usage)
 		default:
 			return err
 		}
@@ -654,7 +654,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 				if err != nil {
 					return fmt.Errorf("delegate: %w", err)
 				}
-				log.Info("delegated", "tasks", len(ids), "round", g.Round+1)
+				log.Info("delegated", "tasks", len(ids), "to_round", g.Round+1)
 				*opened = true
 				return nil
 			case ToolAnswerWorker:

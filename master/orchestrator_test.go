@@ -229,6 +229,9 @@ func TestOrchestratorDecide(t *testing.T) {
 			want:    []string{"finish reply done: " + apologyUnreachable}},
 		{name: "refused for good: at once", replies: []func() (ChatResponse, error){fails(&Error{Code: EModel, Message: "the LLM server rejected the API key"})},
 			want: []string{"finish reply done: Sorry, I can't answer: the LLM server rejected the API key. Whoever runs this bot can fix that."}},
+		{name: "refused with the server's sentence: one period", replies: []func() (ChatResponse, error){
+			fails(&Error{Code: EModel, Message: "the LLM server rejected the API key (check OPENAI_API_KEY): Incorrect API key provided."})},
+			want: []string{"finish reply done: Sorry, I can't answer: the LLM server rejected the API key (check OPENAI_API_KEY): Incorrect API key provided. Whoever runs this bot can fix that."}},
 		{name: "the ceiling: no model call", setup: func(f *orchFake) {
 			f.CountMasterFunc = func(int) error { return ErrCeiling }
 		}, replies: nil, want: []string{"finish reply done: " + apologyCeiling}},

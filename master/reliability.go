@@ -59,7 +59,7 @@ const ReliabilityWindow = 7 * 24 * time.Hour
 // It carries no model text (the last failure's reason is left out).
 func ReliabilityLine(r Reliability) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d tasks, %.0f%% done", r.Tasks, 100*r.Share(TaskDone))
+	fmt.Fprintf(&b, "%d %s, %.0f%% done", r.Tasks, plural(r.Tasks, "task", "tasks"), 100*r.Share(TaskDone))
 	for _, c := range []struct {
 		n    int
 		what string

@@ -20,7 +20,7 @@ import (
 
 // Build names the running binary, for callon_build_info.
 type Build struct {
-	Version   string // the release, or "dev"
+	Version   string // the release, such as 0.1.0 (0.1.0+dev built from a checkout)
 	Revision  string // the VCS revision, "" when unknown
 	GoVersion string
 }

@@ -80,13 +80,13 @@ func Open(ctx context.Context, databaseURL string, logger *slog.Logger, opts ...
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, redact(fmt.Errorf("open store: %w", err), secrets)
+		return nil, withHint(redact(fmt.Errorf("open store: %w", err), secrets), err, &cfg.ConnConfig.Config)
 	}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, redact(fmt.Errorf("open store: ping: %w", err), secrets)
+		return nil, withHint(redact(fmt.Errorf("open store: ping: %w", err), secrets), err, &cfg.ConnConfig.Config)
 	}
 	return &Store{pool: pool, logger: logger.With("component", "store")}, nil
 }

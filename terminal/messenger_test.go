@@ -103,3 +103,32 @@ func TestMessengerShowsAttachedArguments(t *testing.T) {
 		t.Errorf("the request shows %q, want the attached arguments in it", ev.Text)
 	}
 }
+
+// A request for approval is printed whole when it comes, every argument
+// above the prompt that asks for the decision; once decided, only its
+// outcome is added.
+func TestModelShowsTheWholeRequestBeforeTheDecision(t *testing.T) {
+	t.Parallel()
+	mdl := newModel(context.Background(), nil, NewMessenger(), Options{}, lipgloss.NewRenderer(&strings.Builder{}))
+	mdl.printing = true // a print in flight: what the model prints waits in its queue
+	asked := "🔐 **engineer** asks to call `ops.write` with:\n```json\n{\n  \"path\": \"/srv/notes/pricing.md\",\n  \"mode\": \"overwrite\"\n}\n```\nThe task waits."
+	mdl.event(Event{Kind: Asked, ID: "a", Approval: 4, Text: asked})
+	before := strings.Join(mdl.queue, "\n")
+	for _, want := range []string{"/srv/notes/pricing.md", "overwrite"} {
+		if !strings.Contains(before, want) {
+			t.Errorf("before the decision the terminal shows:\n%s\nwant %q in it", before, want)
+		}
+	}
+	if view := mdl.View(); !strings.Contains(view, "Request 4") {
+		t.Errorf("the prompt is:\n%s\nwant Request 4 waiting", view)
+	}
+	settled := strings.Replace(asked, "The task waits.", "✅ Approved by you just now: the call is made.", 1)
+	mdl.event(Event{Kind: Settled, ID: "a", Approval: 4, Text: settled})
+	after := strings.TrimPrefix(strings.Join(mdl.queue, "\n"), before)
+	if !strings.Contains(after, "Approved by you") || strings.Contains(after, "pricing.md") {
+		t.Errorf("once decided the terminal adds:\n%s\nwant the outcome alone", after)
+	}
+	if view := mdl.View(); strings.Contains(view, "Request 4") {
+		t.Errorf("a decided request still waits:\n%s", view)
+	}
+}

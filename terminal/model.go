@@ -121,12 +121,14 @@ func (m *model) Init() tea.Cmd {
 		}
 		m.queue = append(m.queue, m.st.faint.Render(Clean(l)))
 	}
-	for _, a := range m.pending {
-		m.asks = append(m.asks, ask{id: a.ID, text: master.ApprovalText(a)})
-		m.mode = approving
-	}
 	for _, e := range m.recent {
 		m.queue = append(m.queue, m.st.you.Render("you ›")+" "+m.words.Translate(e.Message), m.st.team.Render("team ›")+"\n"+m.render(e.Answer))
+	}
+	for _, a := range m.pending {
+		text := master.ApprovalText(a)
+		m.asks = append(m.asks, ask{id: a.ID, text: text})
+		m.queue = append(m.queue, m.render(text))
+		m.mode = approving
 	}
 	m.queue = append(m.queue, m.st.faint.Render("Enter sends · ↑↓ history · /help · Ctrl-C to leave or dissolve"))
 	return tea.Batch(textinput.Blink, m.nextEvent(), m.nextLog(), m.flush())
@@ -407,8 +409,30 @@ func (m *model) decidedOne(a master.Approval, err error) tea.Cmd {
 		return nil // a second key press: shown once
 	}
 	m.decided[a.ID] = true
+	text := m.decision(a.ID, master.ApprovalText(a))
 	m.dropAsk(a.ID)
-	return m.print(m.render(master.ApprovalText(a)))
+	return m.print(m.render(text))
+}
+
+// decision is what the settled text of a request adds to the request as
+// it was printed when it came (its outcome, below the same arguments):
+// the person saw the call in full before deciding, once is enough.
+func (m *model) decision(id int64, settled string) string {
+	var asked string
+	for _, a := range m.asks {
+		if a.id == id {
+			asked = a.text
+		}
+	}
+	was, now := strings.Split(asked, "\n"), strings.Split(settled, "\n")
+	n := 0
+	for n < len(was) && n < len(now) && was[n] == now[n] {
+		n++
+	}
+	if n == 0 || n == len(now) {
+		return settled
+	}
+	return strings.Join(now[n:], "\n")
 }
 
 // dropAsk removes a request from those waiting.
@@ -455,12 +479,16 @@ func (m *model) event(ev Event) tea.Cmd {
 		if m.mode == typing && m.input.Value() == "" {
 			m.mode = approving
 		}
+		// The whole request, every argument, above the prompt: what the
+		// person decides on (the prompt below keeps only its first line).
+		return m.print(m.render(ev.Text))
 	case Settled:
 		if m.decided[ev.Approval] {
 			return nil
 		}
+		text := m.decision(ev.Approval, ev.Text)
 		m.dropAsk(ev.Approval)
-		return m.print(m.render(ev.Text))
+		return m.print(m.render(text))
 	case Logged:
 		return m.print(m.st.faint.Render("log: " + Clean(ev.Text)))
 	}

@@ -10,7 +10,9 @@ import (
 )
 
 // Roles, members and permission overwrites, for bots that compute a
-// member's permissions themselves. Every user is a member of every guild;
+// member's permissions themselves. Every user is a member of every guild
+// (the bot with a managed role of its own holding its invite's
+// permissions, as Discord gives a bot invited with permissions);
 // the default user owns them all, so a test about permissions acts as
 // another user (AddUser).
 
@@ -81,12 +83,18 @@ func (s *Server) SetOverwrite(channelID string, o Overwrite) {
 	s.notifyLocked()
 }
 
-// memberRolesLocked is a user's roles in a guild.
+// memberRolesLocked is a user's roles in a guild: the bot has its own
+// managed role besides those SetMemberRoles gives it.
 func (s *Server) memberRolesLocked(guildID, userID string) []string {
-	if g := s.guildLocked(guildID); g != nil {
-		return slices.Clone(g.members[userID])
+	g := s.guildLocked(guildID)
+	if g == nil {
+		return nil
 	}
-	return nil
+	roles := slices.Clone(g.members[userID])
+	if userID == s.bot.id {
+		roles = append([]string{g.botRole}, roles...)
+	}
+	return roles
 }
 
 // guildMemberJSONLocked is the member object of a user in a guild.
@@ -100,8 +108,12 @@ func (s *Server) guildMemberJSONLocked(guildID, userID string, joined time.Time)
 
 func (s *Server) rolesJSONLocked(g *guild) []any {
 	out := []any{roleJSON(role{id: g.id, name: "@everyone", perms: everyonePermissions}, 0)}
+	bot := roleJSON(role{id: g.botRole, name: s.bot.name, perms: botPermissions}, 1)
+	bot["managed"] = true
+	bot["tags"] = map[string]any{"bot_id": s.bot.id}
+	out = append(out, bot)
 	for i, r := range g.roles {
-		out = append(out, roleJSON(r, i+1))
+		out = append(out, roleJSON(r, i+2))
 	}
 	return out
 }

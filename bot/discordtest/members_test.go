@@ -32,9 +32,14 @@ func TestRolesMembersAndOverwrites(t *testing.T) {
 		t.Errorf("unknown member: got %v, want code 10007", err)
 	}
 	guild, err := s.Guild(g)
-	if err != nil || guild.OwnerID != dc.UserID() || len(guild.Roles) != 2 || guild.Roles[1].ID != mods ||
-		guild.Roles[1].Permissions != discordgo.PermissionManageGuild || guild.Roles[0].ID != g {
-		t.Fatalf("Guild = %+v, %v; want @everyone and mods, owned by the default user", guild, err)
+	if err != nil || guild.OwnerID != dc.UserID() || len(guild.Roles) != 3 || guild.Roles[2].ID != mods ||
+		guild.Roles[2].Permissions != discordgo.PermissionManageGuild || guild.Roles[0].ID != g || !guild.Roles[1].Managed {
+		t.Fatalf("Guild = %+v, %v; want @everyone, the bot's managed role and mods, owned by the default user", guild, err)
+	}
+	// The bot has its own role, with its invite's permissions.
+	if m, err := s.GuildMember(g, dc.BotUserID()); err != nil || !slices.Equal(m.Roles, []string{guild.Roles[1].ID}) ||
+		guild.Roles[1].Permissions&discordgo.PermissionEmbedLinks == 0 {
+		t.Errorf("bot member = %+v, %v; want the managed role, with Embed Links", m, err)
 	}
 	ch, err := s.Channel(general)
 	if err != nil || len(ch.PermissionOverwrites) != 2 {

@@ -22,6 +22,10 @@ type guild struct {
 	channels []string            // text channel ids in position order
 	roles    []role              // besides @everyone, whose id is the guild's
 	members  map[string][]string // user id to role ids
+	// botRole is the bot's own role, managed by Discord, with the
+	// permissions of its invite (botPermissions), as Discord gives a bot
+	// invited with permissions.
+	botRole string
 }
 
 type channel struct {

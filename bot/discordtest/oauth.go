@@ -54,13 +54,22 @@ func (s *Server) AuthorizeAs(userID string) {
 	s.mu.Unlock()
 }
 
-func (s *Server) oauthRoutes(mux *http.ServeMux) {
+// oauthRoutes serves the OAuth2 code grant; botGuilds answers GET
+// /users/@me/guilds when the bot asks it, with its Bot token.
+func (s *Server) oauthRoutes(mux *http.ServeMux, botGuilds http.HandlerFunc) {
 	mux.HandleFunc("GET /oauth2/authorize", s.oauthAuthorize)
 	for _, prefix := range []string{"/api", "/api/v9", "/api/v10"} {
 		mux.HandleFunc("POST "+prefix+"/oauth2/token", s.oauthToken)
 	}
+	people := s.oauthBearer(s.oauthGuilds)
 	for _, prefix := range []string{"/api/v9", "/api/v10"} {
-		mux.HandleFunc("GET "+prefix+"/users/@me/guilds", s.oauthBearer(s.oauthGuilds))
+		mux.HandleFunc("GET "+prefix+"/users/@me/guilds", func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.Header.Get("Authorization"), "Bot ") {
+				botGuilds(w, r)
+				return
+			}
+			people(w, r)
+		})
 	}
 	mux.HandleFunc("GET /api/v10/users/@me", s.oauthBearer(s.oauthMe))
 }

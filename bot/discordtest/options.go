@@ -18,6 +18,7 @@ type config struct {
 	tokenLifetime time.Duration
 	waitTimeout   time.Duration
 	privileged    discordgo.Intent // enabled in the Developer Portal
+	publicBot     bool             // Bot → Public Bot in the Developer Portal
 
 	shardsRequired    int // IDENTIFYs with fewer shards are closed with 4011
 	recommendedShards int // GET /gateway/bot's shards
@@ -126,6 +127,13 @@ func WithoutPrivilegedIntents() Option {
 // it), and GET /applications/@me reports the flags accordingly.
 func WithPrivilegedIntents(enabled discordgo.Intent) Option {
 	return func(c *config) { c.privileged = enabled & privilegedIntents }
+}
+
+// WithPublicBot makes the application a public bot (Bot → Public Bot in
+// the Developer Portal: anyone may add it to a server), as GET
+// /applications/@me reports; by default it is not.
+func WithPublicBot() Option {
+	return func(c *config) { c.publicBot = true }
 }
 
 // WithShardingRequired makes the bot too big for fewer than n shards, as

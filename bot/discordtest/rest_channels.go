@@ -1,6 +1,7 @@
 package discordtest
 
 import (
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,6 +26,24 @@ func (s *Server) getCurrentUser(*request) (int, any, *apiError) {
 	return ok(me)
 }
 
+// getCurrentUserGuilds is GET /users/@me/guilds: every guild of the
+// fake, as partial guilds, honouring limit.
+func (s *Server) getCurrentUserGuilds(r *request) (int, any, *apiError) {
+	limit := 200
+	if n, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && n >= 1 && n <= 200 {
+		limit = n
+	}
+	out := []any{}
+	for _, g := range s.guilds {
+		if len(out) == limit {
+			break
+		}
+		out = append(out, map[string]any{"id": g.id, "name": g.name, "icon": nil, "owner": false,
+			"permissions": strconv.FormatInt(everyonePermissions, 10), "features": []string{}})
+	}
+	return ok(out)
+}
+
 // getCurrentApplication is GET /applications/@me.
 func (s *Server) getCurrentApplication(*request) (int, any, *apiError) {
 	return ok(map[string]any{
@@ -32,7 +51,7 @@ func (s *Server) getCurrentApplication(*request) (int, any, *apiError) {
 		"name":                   s.bot.name,
 		"icon":                   nil,
 		"description":            "",
-		"bot_public":             false,
+		"bot_public":             s.cfg.publicBot,
 		"bot_require_code_grant": false,
 		"verify_key":             strings.Repeat("0", 64),
 		"flags":                  s.applicationFlags(),

@@ -15,6 +15,7 @@ const (
 	RouteGetGatewayBot Route = "GET /gateway/bot"
 
 	RouteGetCurrentUser        Route = "GET /users/@me"
+	RouteGetCurrentUserGuilds  Route = "GET /users/@me/guilds"
 	RouteGetCurrentApplication Route = "GET /applications/@me"
 	RouteGetOAuth2Application  Route = "GET /oauth2/applications/@me" // discordgo's Application("@me")
 	RouteGetGuild              Route = "GET /guilds/{g}"
@@ -59,7 +60,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /gateway/", s.handleGateway)
 	mux.HandleFunc("GET /cdn/attachments/{c}/{id}/{name}", s.serveAttachment)
 	mux.HandleFunc("GET /media/attachments/{c}/{id}/{name}", s.serveAttachment)
-	s.oauthRoutes(mux)
+	// GET /users/@me/guilds answers the bot (a Bot token) and a person
+	// signed in with OAuth2 (a Bearer token) alike, as Discord does.
+	s.oauthRoutes(mux, s.wrap(RouteGetCurrentUserGuilds, s.serve(s.getCurrentUserGuilds)))
 	handlers := map[Route]handler{
 		RouteGetGateway:                s.getGateway,
 		RouteGetGatewayBot:             s.getGateway,

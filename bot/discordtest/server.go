@@ -109,7 +109,7 @@ func New(tb testing.TB, opts ...Option) *Server {
 	s.users[s.bot.id] = s.bot
 	s.human = s.addUser("alice", false)
 	for i, spec := range cfg.guilds {
-		g := &guild{id: guildID(i, time.Now()), name: spec.name, created: time.Now()}
+		g := &guild{id: guildID(i, time.Now()), name: spec.name, created: time.Now(), botRole: s.newID()}
 		for i, name := range spec.channels {
 			c := &channel{id: s.newID(), guildID: g.id, name: name, typ: discordgo.ChannelTypeGuildText, position: i}
 			s.channels[c.id] = c

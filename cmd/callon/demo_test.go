@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -48,29 +49,59 @@ func TestChatDemo(t *testing.T) {
 	}
 }
 
-// The README's first recipe, as written: its `go run ./cmd/callon …` line
-// on a fresh database with nothing but DATABASE_URL, and a reply.
+// The README's first recipe, as written: its commands, one by one, on a
+// database as fresh as createdb makes one (no schema), with nothing but
+// the DATABASE_URL it exports (its user, password and host this test's),
+// gets the demo team's reply.
 func TestReadmeFirstRecipe(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := strings.Index(string(readme), "### 1.")
-	if first < 0 {
+	_, recipe, ok := strings.Cut(string(readme), "### 1.")
+	if !ok {
 		t.Fatal(`README.md has no "### 1." recipe`)
 	}
+	_, block, ok := strings.Cut(recipe, "```sh\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("the first recipe has no sh block")
+	}
+	env := map[string]string{}
 	var args []string
-	for _, line := range strings.Split(string(readme[first:]), "\n") {
-		if cmd, ok := strings.CutPrefix(strings.TrimSpace(line), "go run ./cmd/callon "); ok {
-			args = strings.Fields(cmd)
-			break
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		line, _, _ = strings.Cut(line, " #")
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "createdb callon":
+			// The test's server may hold other databases named callon:
+			// a fresh one of its own, empty as createdb leaves it.
+			env["fresh"] = storetest.EmptyURL(t)
+		case strings.HasPrefix(line, "export DATABASE_URL="):
+			recipe, err := url.Parse(strings.Trim(strings.TrimPrefix(line, "export DATABASE_URL="), `'"`))
+			if err != nil || recipe.Scheme != "postgres" || recipe.Path != "/callon" {
+				t.Fatalf("the recipe's DATABASE_URL %q: %v; want a postgres:// URL of the database callon", line, err)
+			}
+			fresh, err := url.Parse(env["fresh"])
+			if err != nil {
+				t.Fatalf("export before createdb, or %v", err)
+			}
+			// The recipe's database and options; the test server's user,
+			// password, host and port for the recipe's USER:PASSWORD@localhost.
+			recipe.User, recipe.Host, recipe.Path = fresh.User, fresh.Host, fresh.Path
+			env["DATABASE_URL"] = recipe.String()
+		case strings.HasPrefix(line, "go run ./cmd/callon "):
+			args = strings.Fields(strings.TrimPrefix(line, "go run ./cmd/callon "))
+		default:
+			t.Fatalf("the first recipe has a step this test does not know how to follow: %q", line)
 		}
 	}
-	if len(args) == 0 || args[0] != "chat" {
-		t.Fatalf("the first recipe runs %q, want a callon chat", args)
+	if len(args) == 0 || args[0] != "chat" || env["DATABASE_URL"] == "" {
+		t.Fatalf("the first recipe runs %q with DATABASE_URL %q; want a callon chat on the database it creates", args, env["DATABASE_URL"])
 	}
-	c := startChat(t, map[string]string{"DATABASE_URL": storetest.URL(t)}, args[1:]...)
+	delete(env, "fresh")
+	c := startChat(t, env, args[1:]...)
 	c.waitFor(t, "Team assembled")
 	c.say(t, "hi")
 	c.waitFor(t, "Scripted demo")

@@ -9,8 +9,9 @@ import (
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=…" (by
+// GoReleaser, and by the Dockerfile's VERSION); see build.
+var version = ""
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -301,6 +301,14 @@ func TestJSONLogs(t *testing.T) {
 		if l["msg"] == "starting callon" {
 			cfg, _ := l["config"].(map[string]any)
 			sawConfig = cfg["discord_token"] == "(set)" && cfg["openai_api_key"] == "(set)" && cfg["log_format"] == "json"
+			// What matters: what was set, and where callon's data and
+			// models are; not every default.
+			if len(line) > 1000 || cfg["task_lease"] != "3s" || cfg["master_model"] != "gpt-4o" || cfg["max_rounds"] != nil {
+				t.Errorf("the start-up line (%d bytes) should hold the settings that differ from the defaults and the essentials: %s", len(line), line)
+			}
+		}
+		if dup := duplicateKeys(line); len(dup) > 0 {
+			t.Errorf("a line has the keys %v twice: %s", dup, line)
 		}
 		_, turn := l["turn_id"]
 		_, task := l["task_id"]
@@ -403,4 +411,30 @@ func TestReadyzNamesWhatIsDown(t *testing.T) {
 	if code, _ := serve("/healthz"); code != http.StatusOK {
 		t.Errorf("database down: /healthz = %d, want 200", code)
 	}
+}
+
+// duplicateKeys lists the keys a JSON object line has more than once.
+func duplicateKeys(line string) []string {
+	dec := json.NewDecoder(strings.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	seen := map[string]bool{}
+	var dups []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return dups
+		}
+		key, _ := t.(string)
+		if seen[key] {
+			dups = append(dups, key)
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return dups
+		}
+	}
+	return dups
 }

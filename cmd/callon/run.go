@@ -20,6 +20,10 @@ Usage:
   callon migrate      apply the database schema and exit
   callon signals --thread ID | --session ID
                       print a team's signals as JSON lines
+  callon doctor [--probe-models]
+                      check everything a first run needs: the configuration,
+                      the database, Discord, the model server and the tools;
+                      each line ✓ or ✗ with the fix
   callon chat --goal "…" [--channel-roles FILE]
                       talk to a team in the terminal (no Discord needed)
   callon eval [--role master|worker] [--master-model M] [--cases …] [--json]
@@ -95,6 +99,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 		fmt.Fprintln(stdout, "callon", versionLine(build()))
 		return nil
+	case "doctor":
+		return doctor(ctx, cfg, rest, stdout, usageOut)
 	case "chat":
 		return chat(ctx, getenv, rest, stdin, stdout, stderr)
 	case "bench":
@@ -130,7 +136,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if ok, err := onlyHelp("run workers only, against the same Postgres as the bot"); !ok {
 			return err
 		}
-		if err := cfg.Validate(config.NeedDatabase | config.NeedLLM); err != nil {
+		if err := cfg.Validate(config.NeedDatabase|config.NeedLLM, rolePolicyProblems(cfg)...); err != nil {
 			return configError(err)
 		}
 		return serve(ctx, cfg, newLogger(cfg, stderr), false)
@@ -140,7 +146,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 				return err
 			}
 		}
-		if err := cfg.Validate(config.NeedDatabase | config.NeedDiscord | config.NeedLLM); err != nil {
+		if err := cfg.Validate(config.NeedDatabase|config.NeedDiscord|config.NeedLLM, rolePolicyProblems(cfg)...); err != nil {
 			return configError(err)
 		}
 		return serve(ctx, cfg, newLogger(cfg, stderr), true)

@@ -52,8 +52,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if err != nil {
 		return err
 	}
+	toolFindings, err := checkToolsAtStart(ctx, toolMgr, cfg)
+	if err != nil {
+		return err
+	}
 	bi := build()
-	log.Info("starting callon", "version", bi.Version, "revision", bi.Revision, "bot", withBot, "config", cfg)
+	log.Info("starting callon", "version", bi.Version, "revision", bi.Revision, "bot", withBot, "config", cfg.Summary())
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
@@ -101,7 +105,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	g.Go(func() error { return listener.Run(ctx) })
 	g.Go(func() error { return live.Run(ctx) })
 	g.Go(func() error { return live.Watch(ctx) })
-	g.Go(func() error { checkModels(ctx, model, cfg, log); return nil })
+	g.Go(func() error {
+		fs := checkModels(ctx, model, cfg)
+		if withBot {
+			fs = append(fs, checkDiscord(ctx, cfg, discordLimits{guilds: 1, channels: 10, guildOnly: true, known: st.TeamChannels})...)
+		}
+		if ctx.Err() == nil {
+			logSummary(log, "start-up checks done (callon doctor checks more)", append(toolFindings, fs...))
+		}
+		return nil
+	})
 	// Every process may purge; one at a time does (an advisory lock).
 	retention := master.NewRetention(master.RetentionConfig{Keep: cfg.Caps.Retention}, st, log)
 	g.Go(func() error { return retention.Run(ctx) })
@@ -213,23 +226,36 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	return err
 }
 
-// modelNeeds are the models the configuration has callon call: the
-// master's and the workers' defaults.
+// modelNeeds are the models a chat calls: the master's and the
+// workers' defaults.
 func modelNeeds(cfg config.Config) []llm.Need {
 	return []llm.Need{{Model: cfg.MasterModel, Setting: "CALLON_MASTER_MODEL"}, {Model: cfg.WorkerModel, Setting: "CALLON_WORKER_MODEL"}}
 }
 
-// checkModels warns about each problem llm.Router.Check finds with the
-// model servers and models: only a warning, since the bot serves Discord
-// whatever its models do (a chat fails instead: checkChatModels).
-func checkModels(ctx context.Context, model *llm.Router, cfg config.Config, log *slog.Logger) {
+// checkModels is llm.Router.Check of every model the configuration
+// names (configuredModels) as findings: callon doctor prints them, the
+// bot logs them at start (only warnings there: it serves Discord whatever
+// its models do; a chat fails instead, checkChatModels).
+func checkModels(ctx context.Context, model *llm.Router, cfg config.Config) []finding {
 	ctx, cancel := context.WithTimeout(ctx, modelCheckTimeout)
 	defer cancel()
-	for _, f := range model.Check(ctx, modelNeeds(cfg)) {
-		if f.Err != nil && !errors.Is(f.Err, llm.ErrNotChecked) {
-			log.Warn("model check failed", "check", f.Subject, "problem", f.Err.Error())
+	var out []finding
+	for _, f := range model.Check(ctx, configuredModels(cfg)) {
+		subject := strings.TrimPrefix(f.Subject, "the ")
+		switch {
+		case errors.Is(f.Err, llm.ErrNotChecked):
+			out = append(out, skip(subject, f.Err.Error()))
+		case f.Err != nil:
+			out = append(out, fail(subject, f.Err.Error(), ""))
+		case f.Note != "":
+			out = append(out, warn(subject, f.Note, ""))
+		case strings.HasPrefix(subject, "model server "):
+			out = append(out, ok(subject, "answers"))
+		default:
+			out = append(out, ok(subject, "listed by the server"))
 		}
 	}
+	return out
 }
 
 // modelCheckTimeout bounds the start-up check of the model servers.
