@@ -96,7 +96,10 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 		w.sql.record()
 	}
 	idleFrom, idleStmts := time.Now(), w.statements.Load()
-	idle := 10 * time.Second
+	// A minute: every periodic job (the sweeps, the expired holds' once a
+	// minute, each consumer's 10 s safety poll) runs in it as often as it
+	// does in any minute.
+	idle := time.Minute
 	if b.sizes.Turns < 10 {
 		idle = 500 * time.Millisecond // --quick
 	}
