@@ -86,8 +86,11 @@ type Bot struct {
 	appID   string
 	botUser string
 
-	approvals *master.Approvals // decides the clicks on Approve and Deny
-	outage    outage            // the messages the database refused, retried
+	approvals *master.Approvals     // decides the clicks on Approve and Deny
+	features  *master.FeatureConfig // /roles features; nil: not offered (WithPresence)
+	memory    *master.MemoryAdmin   // /memory; nil: not offered (WithPresence)
+	personas  *personas             // members' parts through webhooks; nil: in callon's voice (WithPresence)
+	outage    outage                // the messages the database refused, retried
 
 	ctx context.Context // the bot's lifetime: background work ends with it
 	// work outlives ctx: what the bot acknowledged (a command, a click, a
@@ -147,7 +150,7 @@ func (b *Bot) newSession() (*discordgo.Session, error) {
 }
 
 // Messenger is the bot's Messenger for the master's outbox and status.
-func (b *Bot) Messenger() *Messenger { return NewMessenger(b.s) }
+func (b *Bot) Messenger() *Messenger { return &Messenger{s: b.s, p: b.personas} }
 
 // Run connects this process's shards to the gateway, registers the
 // commands (in the process that runs shard 0) and serves until ctx ends;
@@ -322,8 +325,8 @@ func (b *Bot) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 	}
 	defer b.wg.Done()
 	self := selfID(s)
-	if self == "" || m.Author.ID == self {
-		return // callon never reacts to itself
+	if self == "" || m.Author.ID == self || b.personas.own(m.WebhookID) {
+		return // callon never reacts to itself, nor to its members' parts
 	}
 	in := master.Incoming{
 		ID: m.ID, GuildID: m.GuildID, ChannelID: m.ChannelID,

@@ -22,7 +22,7 @@ var callonCommand = command{
 			Description: "What the team should work on",
 			Required:    true,
 			MaxLength:   master.MaxGoalLen,
-		}, rolesPickOption, reportToOption},
+		}, rolesPickOption, reportToOption, reviewOption},
 	},
 	handle:   (*Bot).handleCallon,
 	complete: (*Bot).completeCallon,
@@ -94,6 +94,7 @@ func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goa
 	}
 	sess, roster, err := b.svc.StartSession(ctx, master.NewSession{
 		GuildID: i.GuildID, ChannelID: parentID, ThreadID: threadID, OwnerID: i.Member.User.ID, Goal: goal, Roles: names, ReportTo: report,
+		Review: reviewChoice(i),
 	})
 	if err != nil {
 		if opened && master.ErrorCode(err) == master.ELimit {

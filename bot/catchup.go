@@ -62,7 +62,7 @@ func (b *Bot) MessagesAfter(ctx context.Context, channelID, after string, limit 
 				in.AuthorID, in.AuthorBot = m.Author.ID, m.Author.Bot
 				// Before READY the bot's own id is unknown: then no bot's
 				// message is taken, so never its own.
-				in.FromSelf = m.Author.ID == self || (self == "" && m.Author.Bot)
+				in.FromSelf = m.Author.ID == self || (self == "" && m.Author.Bot) || b.personas.own(m.WebhookID)
 			}
 			out = append(out, in)
 		}

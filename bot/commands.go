@@ -19,7 +19,7 @@ type command struct {
 }
 
 // commands is the registry of every slash command, one file each.
-var commands = []command{callonCommand, teamCommand, replanCommand, dissolveCommand, rolesCommand, budgetCommand, accessCommand}
+var commands = []command{callonCommand, teamCommand, replanCommand, dissolveCommand, rolesCommand, budgetCommand, accessCommand, memoryCommand}
 
 // guildOnly restricts a command to servers (no DMs, no group DMs).
 var guildOnly = &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild}

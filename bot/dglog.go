@@ -3,6 +3,7 @@ package bot
 import (
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sync"
 	"sync/atomic"
 
@@ -19,17 +20,23 @@ var (
 	discordgoHook sync.Once
 )
 
+// webhookToken finds the token in a webhook's URL path.
+var webhookToken = regexp.MustCompile(`/webhooks/(\d+)/[^/?\s]+`)
+
 func routeDiscordgoLogs(log *slog.Logger) {
 	discordgoLog.Store(log.With("component", "discordgo"))
 	discordgoHook.Do(func() {
 		discordgo.Logger = func(level, _ int, format string, a ...any) {
 			l := discordgoLog.Load()
+			// discordgo names the URL of a request it retries: a webhook's
+			// (or an interaction's) token is in its path.
+			msg := webhookToken.ReplaceAllString(fmt.Sprintf(format, a...), "/webhooks/$1/{token}")
 			switch level {
 			case discordgo.LogError, discordgo.LogWarning:
 				// Mostly connection trouble it recovers from by itself.
-				l.Warn(fmt.Sprintf(format, a...))
+				l.Warn(msg)
 			default:
-				l.Debug(fmt.Sprintf(format, a...))
+				l.Debug(msg)
 			}
 		}
 	})

@@ -28,6 +28,7 @@ const (
 // names as its Mention (a report to the trusted bot that asked for it).
 type Messenger struct {
 	s *discordgo.Session
+	p *personas // members' parts through webhooks; nil: in callon's own voice, named
 }
 
 var _ master.Messenger = (*Messenger)(nil)
@@ -66,8 +67,11 @@ func components(buttons []master.Button) []discordgo.MessageComponent {
 // returns the first message instead of a duplicate. A thread archived in
 // the meantime is unarchived once.
 func (m *Messenger) Send(ctx context.Context, msg master.OutMessage) (string, error) {
+	if msg.Persona != nil && !msg.Persona.Fallback && m.p != nil {
+		return m.sendAs(ctx, msg)
+	}
 	body := outgoing{
-		Content:         msg.Content,
+		Content:         ownVoice(msg),
 		Nonce:           msg.Nonce,
 		EnforceNonce:    msg.Nonce != "",
 		AllowedMentions: noMentions(),
@@ -132,6 +136,9 @@ const findPages = 5
 // a minute before msg.MaybeSentAt: same content and, for a reply, the
 // same message replied to. It returns the message's id, or "".
 func (m *Messenger) Find(ctx context.Context, msg master.OutMessage) (string, error) {
+	if msg.Persona != nil {
+		return m.findAs(ctx, msg)
+	}
 	me := m.botID()
 	after := strconv.FormatInt(master.Snowflake(msg.MaybeSentAt.Add(-time.Minute)), 10)
 	for range findPages {

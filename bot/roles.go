@@ -94,6 +94,7 @@ var rolesCommand = command{
 				Description: "Remove every role of this channel (or the server), falling back to the next source",
 				Options:     []*discordgo.ApplicationCommandOption{scopeOption},
 			},
+			featuresSubcommand,
 		},
 	},
 	handle:   (*Bot).handleRoles,
@@ -194,7 +195,9 @@ func (b *Bot) runRoles(ctx context.Context, i *discordgo.InteractionCreate, sub 
 		if err != nil {
 			return "", err
 		}
-		return master.RenderRoles(channelID, before, changes, b.roles.Policy()), nil
+		return b.withFeatures(ctx, i.GuildID, channelID, master.RenderRoles(channelID, before, changes, b.roles.Policy()))
+	case "features":
+		return b.runFeatures(ctx, sub, scope, channelID, by)
 	case "set":
 		role := roleFromOptions(sub)
 		if len(role.Tools) > 0 {

@@ -67,6 +67,9 @@ type Config struct {
 	MasterPrompt string
 	// Roles is the roles file's rosters; nil without a file.
 	Roles []Roster
+	// Features are what the roles file's scopes say of their teams'
+	// features (personas, memory, review).
+	Features []Features
 	// MCPServers is the roles file's mcp_servers, in name order.
 	MCPServers []MCPServer
 	// GuildTrustedBots are the roles file's trusted_bots, by guild id.
@@ -82,8 +85,11 @@ type Config struct {
 	Providers []Provider
 	// Models is what a role may name (CALLON_MODELS); the worker model
 	// is always on it.
-	Models    []string
-	HTTPAddr  string
+	Models   []string
+	HTTPAddr string
+	// PublicURL is CALLON_PUBLIC_URL: where Discord reaches HTTPAddr, for
+	// the pictures of personas; "" for none.
+	PublicURL string
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
 
@@ -181,6 +187,7 @@ func Load(getenv func(string) string) Config {
 		}
 		c.Roles, c.MCPServers, c.Providers, c.GuildTrustedBots = rf.Rosters, rf.MCPServers, rf.Providers, rf.TrustedBots
 		c.GuildFetchAllow, c.OutboundAllow = rf.FetchAllow, rf.OutboundAllow
+		c.Features = rf.Features
 		bindImplicitGrants(c.MCPServers, c.DiscordGuild)
 	}
 	c.Providers = p.providers(c.Providers)
@@ -194,6 +201,7 @@ func Load(getenv func(string) string) Config {
 	c.Webhook = p.webhook()
 	c.API = p.api(c.HTTPAddr)
 	c.Dashboard = p.dashboard(c.HTTPAddr, c.DiscordAppID)
+	c.PublicURL = p.publicURL(c.HTTPAddr)
 	c.Attachments = p.attachments()
 	c.Caps = p.caps()
 	c.Tools = p.tools()
@@ -313,6 +321,7 @@ func (c Config) attrs() []slog.Attr {
 		slog.String("roles_file", c.RolesFile),
 		slog.Int("master_prompt_chars", len(c.MasterPrompt)),
 		slog.String("http_addr", c.HTTPAddr),
+		slog.String("public_url", c.PublicURL),
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("log_format", c.LogFormat),
 		slog.Int("max_workers", l.MaxWorkers),

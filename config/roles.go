@@ -40,6 +40,9 @@ type Role struct {
 	// Line is where the role starts in the roles file (0 when unknown),
 	// for errors found later, such as a tool its server does not list.
 	Line int
+	// Avatar is the https URL of the role's persona's picture; "" for a
+	// generated one.
+	Avatar string
 }
 
 // The roles file's YAML shape:
@@ -62,6 +65,10 @@ type rolesFileYAML struct {
 	// OutboundAllow: hosts fetch_url may reach without a person's
 	// approval even for a role that also reads private data.
 	OutboundAllow []string `yaml:"outbound_allow"`
+	// The features of every guild's teams (see featuresYAML).
+	Personas *string `yaml:"personas"`
+	Memory   *string `yaml:"memory"`
+	Review   *string `yaml:"review"`
 }
 
 type guildYAML struct {
@@ -70,12 +77,18 @@ type guildYAML struct {
 	TrustedBots []string               `yaml:"trusted_bots"`
 	// FetchAllow: private hosts fetch_url may reach for this guild only.
 	FetchAllow []string `yaml:"fetch_allow"`
+	Personas   *string  `yaml:"personas"`
+	Memory     *string  `yaml:"memory"`
+	Review     *string  `yaml:"review"`
 	Line       int      `yaml:"-"`
 }
 
 type channelYAML struct {
-	Roles []roleYAML `yaml:"roles"`
-	Line  int        `yaml:"-"`
+	Roles    []roleYAML `yaml:"roles"`
+	Personas *string    `yaml:"personas"`
+	Memory   *string    `yaml:"memory"`
+	Review   *string    `yaml:"review"`
+	Line     int        `yaml:"-"`
 }
 
 type roleYAML struct {
@@ -87,6 +100,7 @@ type roleYAML struct {
 	MaxTokens   int      `yaml:"max_tokens"`
 	Timeout     string   `yaml:"timeout"`
 	Tools       []string `yaml:"tools"`
+	Avatar      string   `yaml:"avatar"`
 	Line        int      `yaml:"-"`
 }
 
@@ -110,6 +124,9 @@ type RolesFile struct {
 	// OutboundAllow are the hosts fetch_url may reach without approval
 	// even for a role that also reads private data.
 	OutboundAllow []string
+	// Features are what the file's scopes say of their teams' features,
+	// the top level first, then each guild followed by its channels.
+	Features []Features
 }
 
 // loadRolesFile reads and parses the roles file at path, expanding
@@ -216,6 +233,19 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 		}
 		rf.Rosters = append(rf.Rosters, r)
 	}
+	addFeatures := func(guildID, channelID string, y featuresYAML, line int) {
+		if !y.set() {
+			return
+		}
+		f, err := y.features(guildID, channelID)
+		if err != nil {
+			d.addf(line, scopeName(guildID, channelID), "%v", err)
+			return
+		}
+		rf.Features = append(rf.Features, f)
+	}
+	top := featuresYAML{doc.Personas, doc.Memory, doc.Review}
+	addFeatures("", "", top, lineOf(root, featuresKey(top)))
 	if doc.Roles != nil {
 		add("", "", doc.Roles, lineOf(root, "roles"))
 	}
@@ -225,10 +255,12 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 			d.addf(g.Line, "guilds", "%q is not a numeric Discord id (quote ids: \"123…\")", gid)
 			continue
 		}
-		if g.Roles == nil && len(g.Channels) == 0 && len(g.TrustedBots) == 0 && len(g.FetchAllow) == 0 {
-			d.addf(g.Line, "guild "+gid, "no roles and no channels (nor trusted_bots, nor fetch_allow)")
+		gf := featuresYAML{g.Personas, g.Memory, g.Review}
+		if g.Roles == nil && len(g.Channels) == 0 && len(g.TrustedBots) == 0 && len(g.FetchAllow) == 0 && !gf.set() {
+			d.addf(g.Line, "guild "+gid, "no roles and no channels (nor trusted_bots, fetch_allow, personas, memory or review)")
 			continue
 		}
+		addFeatures(gid, "", gf, g.Line)
 		if len(g.FetchAllow) > 0 {
 			hosts, err := checkHosts(g.FetchAllow)
 			if err != nil {
@@ -259,6 +291,11 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 				d.addf(c.Line, "guild "+gid, "channel %q is not a numeric Discord id", cid)
 				continue
 			}
+			cf := featuresYAML{c.Personas, c.Memory, c.Review}
+			addFeatures(gid, cid, cf, c.Line)
+			if c.Roles == nil && cf.set() {
+				continue // features only: the channel's roles come from the next source
+			}
 			add(gid, cid, c.Roles, c.Line)
 		}
 	}
@@ -269,7 +306,8 @@ func parseRolesFile(data []byte, getenv func(string) string) (RolesFile, error) 
 	}
 	// A file may declare only MCP servers or providers, for roles set by
 	// command; a file that declares nothing is a mistake.
-	if len(d.problems) == 0 && len(rf.Rosters) == 0 && len(rf.MCPServers) == 0 && len(rf.Providers) == 0 && len(rf.TrustedBots) == 0 && len(rf.FetchAllow) == 0 {
+	if len(d.problems) == 0 && len(rf.Rosters) == 0 && len(rf.MCPServers) == 0 && len(rf.Providers) == 0 && len(rf.TrustedBots) == 0 && len(rf.FetchAllow) == 0 &&
+		len(rf.Features) == 0 {
 		d.addf(0, "", "defines no roles: give a default `roles:` list or `guilds:` (or `mcp_servers:` for roles set by command)")
 	}
 	if len(d.problems) > 0 {
@@ -316,6 +354,9 @@ func (y roleYAML) role(servers map[string]mcpServerYAML) (Role, error) {
 		errs = append(errs, err)
 	}
 	r.Tools = tools
+	if r.Avatar, err = avatarURL(y.Avatar); err != nil {
+		errs = append(errs, err)
+	}
 	return r, errors.Join(errs...)
 }
 

@@ -76,7 +76,7 @@ func TestRolesFileShapes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"a role that is not a mapping", "roles: [researcher]\n",
-			`line 1: roles[1]: want a role (keys such as name, description, prompt, model, temperature, max_tokens, timeout, tools), got "researcher"`},
+			`line 1: roles[1]: want a role (keys such as name, description, prompt, model, temperature, max_tokens, timeout, tools, avatar), got "researcher"`},
 		{"a key twice", "roles:\n  - name: a\n    name: b\n", `line 3: roles[1]: key "name" is given twice (first at line 2)`},
 		{"a number that is not one", "roles:\n  - {name: a, description: d, prompt: p, temperature: hot}\n", `roles[1].temperature: want a number, got "hot"`},
 		{"an unknown top-level key", "role:\n  - name: a\n", `line 1: unknown key "role" (did you mean "roles"?): the roles file takes providers, mcp_servers, roles, guilds`},

@@ -396,3 +396,34 @@ func TestEventStreamSaysChanged(t *testing.T) {
 		}
 	}
 }
+
+// A team with memory shows its channel's notes, read only, escaped.
+func TestTeamPageShowsMemory(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	s, err := w.st.StartSession(w.ctx, master.Session{GuildID: w.a, ChannelID: "mem-chan", ThreadID: "mem-thread", OwnerID: "o",
+		Goal: "remember", Features: master.Features{Memory: true, Review: master.ReviewOn}}, master.DefaultRoles(), "kickoff", "", master.SessionCaps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn, _, err := w.st.RecordTurn(w.ctx, master.Turn{SessionID: s.ID, MessageID: "mem-m", GuildID: w.a, ChannelID: s.ThreadID,
+		AuthorID: "o", Content: "x"}, master.Admission{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := w.st.AcquireMaster(w.ctx, s.ID, "p1", time.Minute); err != nil || !ok {
+		t.Fatalf("AcquireMaster = %v, %v", ok, err)
+	}
+	if _, err := w.st.OpenTurn(w.ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.RememberNote(w.ctx, master.Guard{SessionID: s.ID, TurnID: turn.ID, Owner: "p1"},
+		master.Note{GuildID: w.a, ChannelID: "mem-chan", Text: `Launch <b onmouseover=alert(1)>March 3</b>`, SessionID: s.ID, TurnID: turn.ID}, 10); err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := get(t, w.srv.Client(), fmt.Sprint(w.srv.URL, "/dashboard/teams/", s.ID), token, true)
+	if !strings.Contains(body, "Channel memory") || !strings.Contains(body, "Launch &lt;b onmouseover=alert(1)&gt;March 3&lt;/b&gt;") ||
+		!strings.Contains(body, "review on") {
+		t.Errorf("the team page does not show the note, escaped, and the features:\n%s", body)
+	}
+}

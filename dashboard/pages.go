@@ -312,4 +312,5 @@ func filterQuery(f signalFilter) url.Values {
 
 // signalKinds are the kinds a filter offers.
 var signalKinds = []master.SignalKind{master.SignalAck, master.SignalProgress, master.SignalTaskComplete, master.SignalBlocked,
-	master.SignalNeedInfo, master.SignalHandoff, master.SignalReport, master.SignalWebhook, master.SignalTool, master.SignalNeedApproval}
+	master.SignalNeedInfo, master.SignalHandoff, master.SignalReport, master.SignalWebhook, master.SignalTool, master.SignalNeedApproval,
+	master.SignalReviewPassed, master.SignalReviewRevised}

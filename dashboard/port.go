@@ -82,6 +82,9 @@ type Team struct {
 	// DispatchedBy is the team whose master started this one (ID 0:
 	// none).
 	DispatchedBy master.Session
+	// Notes are its channel's memory (when the team has memory), most
+	// recently remembered first: read only here; /memory edits them.
+	Notes []master.Note
 }
 
 // TurnLine is one turn with what its timeline shows.

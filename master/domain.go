@@ -55,8 +55,11 @@ type Session struct {
 	// archived): it counts against no cap until a message wakes it. Zero
 	// while it is awake.
 	DormantSince time.Time
-	CreatedAt    time.Time
-	EndedAt      time.Time // zero while active
+	// Features are what the team does beyond its one voice (personas,
+	// memory, review), fixed when it starts.
+	Features  Features
+	CreatedAt time.Time
+	EndedAt   time.Time // zero while active
 }
 
 // Role is a member of a team: a specialist with its own prompt and model.
@@ -71,6 +74,9 @@ type Role struct {
 	// Tools is what the role's workers may call: "fetch_url",
 	// "<server>.<tool>" or "<server>.*" for every tool of an MCP server.
 	Tools []string
+	// Avatar is the URL of the role's persona's picture (the roles
+	// file's avatar:); "" for a generated one.
+	Avatar string
 }
 
 // TurnState is the life cycle of a turn.
@@ -205,6 +211,9 @@ type NewTask struct {
 	Instruction string
 	DependsOn   []int
 	Attachments []int64 // ids of the turn's files the task is given
+	// Notes are the ids of the channel's notes the task is given (read
+	// when it runs: a note forgotten meanwhile is not).
+	Notes []int64
 }
 
 // Outcome is how a worker ended a task.
@@ -277,6 +286,9 @@ type TaskInput struct {
 	// Calls are the calls of the task's tools that earlier attempts
 	// recorded, in order: replayed, never made again.
 	Calls []CallRecord
+	// Notes are the channel's notes the master's memory gave the task,
+	// those not forgotten since.
+	Notes []Note
 }
 
 // TurnReads is what the master reads before a decision on a turn: the
@@ -293,4 +305,7 @@ type TurnReads struct {
 	// Tracks are how the roster's roles did in their last tasks in the
 	// session's channel, by role name (read with the roster).
 	Tracks map[string]RoleTrack
+	// Notes are the session's channel's notes, when the team has memory
+	// (read with the session).
+	Notes []Note
 }

@@ -78,6 +78,8 @@ func DescribeSignal(s Signal) string {
 			return fmt.Sprintf("a report went to <#%s>", p.To)
 		}
 		return "a report"
+	case SignalReviewPassed, SignalReviewRevised:
+		return describeReview(s)
 	case SignalWebhook:
 		switch {
 		case p.Done:

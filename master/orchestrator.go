@@ -71,6 +71,13 @@ type OrchestratorConfig struct {
 	// system prompt (CALLON_MASTER_PROMPT_FILE; callon eval and replay's
 	// --prompt-file).
 	Instructions string
+
+	// Memory writes the channels' notes for the remember and forget
+	// tools; nil: no team has memory (whatever its features say).
+	Memory MemoryStore
+	// Reviews keeps the reviewer's drafts and verdicts; nil: no team's
+	// replies are reviewed (whatever its features say).
+	Reviews ReviewStore
 }
 
 func (c OrchestratorConfig) withDefaults() OrchestratorConfig {
@@ -537,6 +544,7 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64, opened *Tur
 		instructions: o.cfg.Instructions,
 		tracks:       reads.Tracks,
 	}
+	tc.withMemory(o.cfg.Memory != nil, reads.Notes)
 	if turn.Round >= o.cfg.MaxRounds {
 		tc.mustReply = fmt.Sprintf("You have used all %d rounds of delegation for this message.", o.cfg.MaxRounds)
 		o.cfg.Metrics.LimitHit(LimitRounds)
@@ -591,17 +599,24 @@ func (o *Orchestrator) chat(ctx context.Context, g Guard, req ChatRequest) (Chat
 // opened a round of tasks (delegate, answer_worker).
 func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, opened *bool) error {
 	log := o.log.With("session_id", g.SessionID, "turn_id", g.TurnID, "round", g.Round)
+	if r, err := o.pendingReview(ctx, g, tc); err != nil || r != nil {
+		if err != nil {
+			return err
+		}
+		return o.carryOnReview(ctx, g, tc, *r, Usage{}) // the draft is decided: carry on with it
+	}
 	msgs := masterMessages(tc)
 	var usage Usage
 	retried, actions := false, 0
 	env := decisionEnv{maxTasks: o.cfg.MaxTasks, maxRoles: o.cfg.MaxRoles, mustReply: tc.mustReply != "", round: tc.roundTasks(),
 		reportTo: tc.session.ReportTo, callback: tc.session.CallbackURL != "", dispatch: o.cfg.Dispatch && tc.session.DispatchDepth < o.cfg.DispatchDepth,
-		attachments: tc.attachments}
+		attachments: tc.attachments, memory: tc.memory, personas: tc.session.Features.Personas}
 	// What the turn posts names the files nobody read, whatever the model
 	// wrote.
 	told := func(text string) string { return text + unreadNotice(text, tc.attachments, tc.vision, tc.tasks) }
+	memoryActions := 0
 	for {
-		env.roster = tc.roster
+		env.roster, env.notes = tc.roster, tc.shownNotes
 		tools := masterTools(env)
 		resp, err := o.chat(ctx, g, ChatRequest{Model: o.cfg.Model, Messages: msgs, Tools: tools, ToolChoice: "required"})
 		switch {
@@ -627,7 +642,7 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 		if len(resp.ToolCalls) == 0 {
 			if text := strings.TrimSpace(resp.Content); text != "" {
 				o.answeredInText(resp.Usage.Model)
-				return o.end(ctx, g, tc.turn, OutcomeReply, told(text), usage) // a text-only answer is a reply
+				return o.answer(ctx, g, tc, told(text), nil, usage) // a text-only answer is a reply
 			}
 			resp.ToolCalls = []ToolCall{{ID: "missing", Name: "", Arguments: ""}}
 		}
@@ -646,10 +661,11 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 			o.cfg.Metrics.ToolCalled("master", d.tool, "ok")
 			switch d.tool {
 			case ToolReply:
-				return o.end(ctx, g, tc.turn, OutcomeReply, told(d.text), usage)
+				return o.answer(ctx, g, tc, told(d.text), d.exchange, usage)
 			case ToolAskUser:
 				return o.end(ctx, g, tc.turn, OutcomeQuestion, told(d.text), usage)
 			case ToolDelegate:
+				tc.giveNotes(d.tasks)
 				ids, err := o.store.Delegate(ctx, g, d.tasks)
 				if err != nil {
 					return fmt.Errorf("delegate: %w", err)
@@ -664,6 +680,16 @@ func (o *Orchestrator) decide(ctx context.Context, g Guard, tc turnContext, open
 				log.Info("answered a worker", "task_id", d.task)
 				*opened = true
 				return nil
+			case ToolRemember, ToolForget:
+				memoryActions++
+				result := fmt.Sprintf("Not done: at most %d changes to the memory per decision. Go on with the turn.", maxMemoryActions)
+				if memoryActions <= maxMemoryActions {
+					if result, err = o.memoryAction(ctx, g, &tc, d); err != nil {
+						return err
+					}
+				}
+				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: result})
+				acted = true
 			case ToolReportBack:
 				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: call.ID, Content: o.reportBack(ctx, g, tc.session, d.text)})
 				acted = true
@@ -816,7 +842,14 @@ func (o *Orchestrator) finish(ctx context.Context, g Guard, kind OutKind, state 
 	if len(parts) == 0 {
 		parts = []string{"(no answer)"}
 	}
-	next, err := o.store.FinishTurn(ctx, g, Finish{Kind: kind, State: state, Parts: parts})
+	return o.post(ctx, g, Finish{Kind: kind, State: state, Parts: parts}, usage)
+}
+
+// post ends the turn with f (FinishTurn, one statement) and, when no
+// other turn of the session is queued, notes that the step has nothing
+// more to open. attrs are logged with it.
+func (o *Orchestrator) post(ctx context.Context, g Guard, f Finish, usage Usage, attrs ...any) error {
+	next, err := o.store.FinishTurn(ctx, g, f)
 	if err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
@@ -825,7 +858,8 @@ func (o *Orchestrator) finish(ctx context.Context, g Guard, kind OutKind, state 
 		o.settled[g.SessionID] = true
 		o.mu.Unlock()
 	}
-	o.log.Info("turn answered", "session_id", g.SessionID, "turn_id", g.TurnID, "kind", kind, "parts", len(parts), "tokens", usage.Total())
+	o.log.Info("turn answered", append([]any{"session_id", g.SessionID, "turn_id", g.TurnID, "kind", f.Kind, "parts", len(f.Parts),
+		"tokens", usage.Total()}, attrs...)...)
 	return nil
 }
 

@@ -22,6 +22,7 @@ type orchFake struct {
 	atts   []Attachment
 	log    []string
 	reads  int // TurnReads calls
+	opens  int // OpenTurn calls, StartTurn's included
 
 	FinishFunc      func(f Finish) error
 	CountMasterFunc func(n int) error
@@ -39,6 +40,7 @@ func (f *orchFake) TurnReads(context.Context, int64, int64, int) (TurnReads, err
 	return TurnReads{Tasks: f.tasks, Attachments: f.atts, Session: f.sess, Roster: f.roster}, nil
 }
 func (f *orchFake) OpenTurn(context.Context, int64) (Turn, error) {
+	f.opens++
 	if f.turn.State != TurnRunning {
 		return Turn{}, ErrNotFound
 	}

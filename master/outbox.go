@@ -40,6 +40,10 @@ type OutboxConfig struct {
 	Wake        <-chan string
 	Now         func() time.Time
 	Metrics     Metrics // nil: NoMetrics
+	// Personas records that a team's members cannot post in their own
+	// names, and tells the team once; nil: their parts fall back to
+	// callon's voice without a word.
+	Personas PersonaFallbacks
 }
 
 // Outbox delivers the outbox: every message the team posts is a row
@@ -302,7 +306,9 @@ func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
 func (d *Outbox) send(ctx context.Context, m OutMessage) (string, error) {
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if !m.MaybeSentAt.IsZero() && d.cfg.Now().Sub(m.MaybeSentAt) > d.cfg.NonceWindow {
+	// A member's part goes through a webhook, which takes no nonce: any
+	// earlier send may have landed, however recent.
+	if !m.MaybeSentAt.IsZero() && (m.Persona != nil || d.cfg.Now().Sub(m.MaybeSentAt) > d.cfg.NonceWindow) {
 		id, err := d.out.Find(sctx, m)
 		if err != nil {
 			return "", fmt.Errorf("look for an earlier send: %w", err)
@@ -311,6 +317,9 @@ func (d *Outbox) send(ctx context.Context, m OutMessage) (string, error) {
 			d.log.Info("message was posted before; recording it", "outbox_id", m.ID, "message_id", id, "session_id", m.SessionID, "turn_id", m.TurnID)
 			return id, nil
 		}
+	}
+	if m.Persona != nil {
+		return d.sendAs(sctx, m)
 	}
 	return d.out.Send(sctx, m)
 }

@@ -19,6 +19,9 @@ type Finish struct {
 	Kind  OutKind   // OutReply or OutQuestion
 	State TurnState // TurnDone, or TurnWaiting after a question
 	Parts []string  // each at most MaxMessageLen characters
+	// Personas, when set, has one entry per part: the member it is
+	// posted as, nil for callon's own voice.
+	Personas []*Persona
 }
 
 // Exchange is one finished turn as the master remembers it.
@@ -87,8 +90,12 @@ type OutMessage struct {
 	Buttons []Button
 	// File is attached to the message when it has a Name (an approval
 	// request's arguments that do not fit in its text).
-	File     File
-	Part     int
+	File File
+	Part int
+	// Persona, when set, posts the message under a member's name and
+	// picture (a part of a reply presented as an exchange); nil for
+	// callon's own voice.
+	Persona  *Persona
 	Nonce    string // unique, at most 25 characters
 	Attempts int    // sends tried so far
 	// CreatedAt is when the message was queued.

@@ -33,6 +33,11 @@ type turnContext struct {
 	instructions string
 	// tracks are the roster's records in the channel (see RoleTrack).
 	tracks map[string]RoleTrack
+	// memory says the team reads and writes its channel's notes; notes
+	// are all of them, shownNotes those the prompt shows (see
+	// memoryNote).
+	memory            bool
+	notes, shownNotes []Note
 }
 
 // MasterInstructions is how the master works, in its system prompt after
@@ -128,6 +133,7 @@ func masterSystemPrompt(c turnContext, older []Exchange) string {
 		fmt.Fprintf(&b, "- %s: %s%s\n", r.Name, r.Description, ToolsLine(" (tools: ", r.Tools)+closing(r.Tools))
 	}
 	b.WriteString(reliabilityNote(c.roster, c.tracks, &c.turn, c.tasks))
+	b.WriteString(memoryNote(c))
 	b.WriteString("\n" + strings.TrimSpace(cmp.Or(c.instructions, MasterInstructions)) + "\n")
 	fmt.Fprintf(&b, "- You may delegate at most %d rounds for one message; then you must reply.\n", c.maxRounds)
 	b.WriteString("- " + style + "\n")

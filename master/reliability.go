@@ -35,6 +35,10 @@ type Reliability struct {
 	// Open counts the role's tasks queued, running or waiting for an
 	// approval now, in the channel.
 	Open int
+	// Reviewed counts the role's done tasks whose turn's reply a
+	// reviewer judged (REVIEW_PASSED or REVIEW_REVISED), and Revised
+	// those it sent back.
+	Reviewed, Revised int
 }
 
 // ReliabilityQuery selects the tasks whose records are read.
@@ -71,6 +75,9 @@ func ReliabilityLine(r Reliability) string {
 	fmt.Fprintf(&b, " · median %s, p90 %s · %s tokens/task", Elapsed(r.Median), Elapsed(r.P90), Tokens(r.TokensPerTask))
 	if r.Open > 0 {
 		fmt.Fprintf(&b, " · %d open now", r.Open)
+	}
+	if r.Reviewed > 0 {
+		fmt.Fprintf(&b, " · %d reviewed, %d sent back", r.Reviewed, r.Revised)
 	}
 	return b.String()
 }

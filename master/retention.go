@@ -9,11 +9,13 @@ import (
 // Purged counts the rows one purge deleted.
 type Purged struct {
 	Sessions, Turns, Tasks, Signals, Outbox, WebhookEvents, Reports, GuildUsage int
+	// Notes counts channel notes not remembered since the cutoff.
+	Notes int
 }
 
 // Total is every row deleted.
 func (p Purged) Total() int {
-	return p.Sessions + p.Turns + p.Tasks + p.Signals + p.Outbox + p.WebhookEvents + p.Reports + p.GuildUsage
+	return p.Sessions + p.Turns + p.Tasks + p.Signals + p.Outbox + p.WebhookEvents + p.Reports + p.GuildUsage + p.Notes
 }
 
 // PurgeStore is what retention needs from Postgres.
@@ -78,6 +80,6 @@ func (r *Retention) purge(ctx context.Context) {
 		r.log.Warn("purge ended sessions", "err", err)
 	case ran && p.Total() > 0:
 		r.log.Info("purged ended sessions", "sessions", p.Sessions, "turns", p.Turns, "tasks", p.Tasks,
-			"signals", p.Signals, "outbox", p.Outbox, "webhook_events", p.WebhookEvents, "reports", p.Reports, "guild_usage", p.GuildUsage)
+			"signals", p.Signals, "outbox", p.Outbox, "webhook_events", p.WebhookEvents, "reports", p.Reports, "guild_usage", p.GuildUsage, "notes", p.Notes)
 	}
 }

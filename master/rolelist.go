@@ -91,6 +91,8 @@ func changeLine(c RoleChange) string {
 		what = fmt.Sprintf("set %s in %s", quoteNames(c.Names), where)
 	case RoleRemove:
 		what = fmt.Sprintf("removed %s from %s", quoteNames(c.Names), where)
+	case RoleFeatures:
+		what = fmt.Sprintf("changed %s in %s", strings.Join(c.Names, ", "), where)
 	default:
 		what = fmt.Sprintf("reset %s (removed %s)", where, Truncate(quoteNames(c.Names), 200))
 	}

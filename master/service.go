@@ -81,6 +81,9 @@ type ServiceConfig struct {
 	// BotPerHour bounds the turns one bot starts in a guild per hour,
 	// in threads and by starting teams (CALLON_REPORT_CAP).
 	BotPerHour int
+	// Features resolves what a channel's new teams get (personas,
+	// memory, review); nil means DefaultFeatures.
+	Features func(ctx context.Context, guildID, channelID string) (Features, error)
 }
 
 // Service is the entry point the bot calls with what people do in Discord.
@@ -231,6 +234,9 @@ type NewSession struct {
 	// that serves it.
 	Surface    Surface
 	AttachedTo string
+	// Review, when set, overrides the channel's review mode for this
+	// team (/callon's review option).
+	Review ReviewMode
 }
 
 // StartSession creates the team and queues its kickoff message.
@@ -250,12 +256,17 @@ func (s *Service) StartSession(ctx context.Context, n NewSession) (Session, []Ro
 			return Session{}, nil, err
 		}
 	}
+	features, err := s.teamFeatures(ctx, n)
+	if err != nil {
+		return Session{}, nil, err
+	}
 	sess, err := s.store.StartSession(ctx, Session{
 		GuildID: n.GuildID, ChannelID: n.ChannelID, ThreadID: n.ThreadID,
 		OwnerID: n.OwnerID, Goal: goal, State: SessionActive, ReportTo: n.ReportTo,
 		DispatchedBy: n.DispatchedBy, DispatchedTurn: n.DispatchedTurn, DispatchDepth: n.DispatchDepth,
 		RequestedByBot: n.RequestedByBot, RequestMessageID: n.RequestMessageID,
 		APIKey: n.APIKey, CallbackURL: n.CallbackURL, Surface: n.Surface, AttachedTo: n.AttachedTo,
+		Features: features,
 	}, roster, Kickoff(goal, n.OwnerID, roster, n.ReportTo, n.DispatchedBy != 0, n.CallbackURL != ""), n.Brief, s.caps())
 	if errors.Is(err, ErrCapped) {
 		return Session{}, nil, CapRefusal(err)

@@ -75,7 +75,10 @@ type TeamView struct {
 	// what it used costs as far as prices are known: Commands fills both.
 	Budget int64
 	Cost   Cost
-	Now    time.Time
+	// Presence is what the team's features did: its channel's notes,
+	// its reviews.
+	Presence TeamPresence
+	Now      time.Time
 }
 
 // Embed is a Discord embed, in domain terms.
@@ -119,6 +122,7 @@ func RenderTeam(v TeamView, workerModel string) Embed {
 		fmt.Fprintf(&members, "%s **%s** · `%s` · %s%s\n", stateIcon(m.State), m.Role.Name, model, m.State, ToolsLine(" · tools: ", m.Role.Tools))
 	}
 	e.Fields = append(e.Fields, EmbedField{Name: "Members", Value: members.String()})
+	e.Fields = append(e.Fields, presenceField(v))
 	if len(v.Reliability) > 0 {
 		var rel strings.Builder
 		for _, r := range v.Reliability {

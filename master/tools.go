@@ -34,6 +34,12 @@ type decisionEnv struct {
 	// attachments are the files of the turn's message; the stored ones
 	// may be handed to tasks by name.
 	attachments []Attachment
+	// memory offers remember and forget; notes are the channel's notes
+	// the master was shown (forget names one of them).
+	memory bool
+	notes  []Note
+	// personas offers reply's exchange between the team's members.
+	personas bool
 }
 
 // waiting lists the round's tasks that wait for an answer.
@@ -59,6 +65,10 @@ type decision struct {
 	rawInput string
 	channel  string // dispatch
 	goal     string // dispatch
+	note     int64  // forget: the note
+	// exchange is a reply presented as a short exchange between the
+	// team's members (personas), after text, the coordinator's part.
+	exchange []Line
 }
 
 // masterTool is one tool of the master: when it is offered, the schema
@@ -75,7 +85,8 @@ type masterTool struct {
 }
 
 // masterToolset is every master tool, in the order they are offered.
-var masterToolset = []masterTool{replyTool, delegateTool, askUserTool, replanMasterTool, reportBackTool, dispatchTool, answerWorkerTool}
+var masterToolset = []masterTool{replyTool, delegateTool, askUserTool, replanMasterTool, reportBackTool, dispatchTool, answerWorkerTool,
+	rememberTool, forgetTool}
 
 // masterTools returns the tools the master may call this step. When
 // mustReply is set (the round limit is reached), reply is the only one.
@@ -161,18 +172,32 @@ func textArg(args, field, tool string) (string, error) {
 
 var replyTool = masterTool{
 	name: ToolReply,
-	schema: func(decisionEnv) Tool {
+	schema: func(e decisionEnv) Tool {
+		props := map[string]any{
+			"text": map[string]any{"type": "string", "description": "The message to post, in Discord Markdown."},
+		}
+		if e.personas {
+			props["exchange"] = exchangeSchema(e)
+		}
 		return Tool{
 			Name:        ToolReply,
 			Description: "Answer the user in the thread. This ends your turn. Merge every worker result you use into one coherent answer.",
-			Parameters: schema(object([]string{"text"}, map[string]any{
-				"text": map[string]any{"type": "string", "description": "The message to post, in Discord Markdown."},
-			})),
+			Parameters:  schema(object([]string{"text"}, props)),
 		}
 	},
-	parse: func(args string, _ decisionEnv) (decision, error) {
-		text, err := textArg(args, "text", ToolReply)
-		return decision{text: text}, err
+	parse: func(args string, e decisionEnv) (decision, error) {
+		var a struct {
+			Text     *string `json:"text"`
+			Exchange []Line  `json:"exchange"`
+		}
+		if err := DecodeArgs(args, &a); err != nil {
+			return decision{}, err
+		}
+		if a.Text == nil || strings.TrimSpace(*a.Text) == "" {
+			return decision{}, fmt.Errorf("%s needs a non-empty %q", ToolReply, "text")
+		}
+		exchange, err := parseExchange(a.Exchange, e)
+		return decision{text: strings.TrimSpace(*a.Text), exchange: exchange}, err
 	},
 }
 

@@ -31,6 +31,16 @@ func (s *Store) Team(ctx context.Context, sessionID int64, turns int) (dashboard
 		if v.Dispatched, err = dispatched(ctx, tx, sessionID); err != nil {
 			return err
 		}
+		if v.Session.Features.Memory {
+			rows, err := tx.Query(ctx, `SELECT `+noteColumns+` FROM channel_notes n WHERE n.guild_id = $1 AND n.channel_id = $2
+				ORDER BY n.updated_at DESC, n.id DESC LIMIT $3`, v.Session.GuildID, v.Session.ChannelID, master.MaxNotes)
+			if err != nil {
+				return fmt.Errorf("notes: %w", err)
+			}
+			if v.Notes, err = pgx.CollectRows(rows, scanNote); err != nil {
+				return fmt.Errorf("notes: %w", err)
+			}
+		}
 		if by := v.Session.DispatchedBy; by != 0 {
 			if v.DispatchedBy, err = session(ctx, tx, by); err != nil && !errors.Is(err, master.ErrNotFound) {
 				return err

@@ -149,13 +149,21 @@ func (t *wakeTx) Commit(ctx context.Context) error {
 // the listener skips the NOTIFY's copy. An error means nothing committed
 // (nor was notified).
 func (s *Store) queryNotifying(ctx context.Context, payload string, run func(q querier) error) error {
+	return s.queryMaybeNotifying(ctx, payload, func(q querier) (bool, error) { return true, run(q) })
+}
+
+// queryMaybeNotifying is queryNotifying for a statement that sends
+// payload only when it wrote something: run reports whether it did, and
+// only then are this process's listeners woken.
+func (s *Store) queryMaybeNotifying(ctx context.Context, payload string, run func(q querier) (bool, error)) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
 	e := s.wakes.expect(conn.Conn().PgConn().PID(), payload)
-	if err := run(conn); err != nil {
+	notified, err := run(conn)
+	if err != nil || !notified {
 		s.wakes.forget(e)
 		return err
 	}

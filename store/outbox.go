@@ -115,7 +115,7 @@ const claimOutbox = `, before AS (
 		FROM before WHERE o.id = before.id
 		RETURNING o.id, coalesce(o.session_id, 0), coalesce(o.turn_id, 0), o.kind, o.channel_id,
 		          coalesce(o.reply_to, ''), coalesce(o.mention, ''), o.content, o.buttons, o.part, o.nonce, o.attempts, o.created_at,
-		          before.maybe_sent_at, coalesce(o.file_name, ''), o.file_data`
+		          before.maybe_sent_at, coalesce(o.file_name, ''), o.file_data, o.persona`
 
 // collectOutbox reads the rows of a claim, in id order.
 func collectOutbox(rows pgx.Rows, err error) ([]master.OutMessage, error) {
@@ -125,11 +125,14 @@ func collectOutbox(rows pgx.Rows, err error) ([]master.OutMessage, error) {
 	msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.OutMessage, error) {
 		var m master.OutMessage
 		var maybe *time.Time
-		var buttons []byte
+		var buttons, persona []byte
 		err := r.Scan(&m.ID, &m.SessionID, &m.TurnID, &m.Kind, &m.ChannelID, &m.ReplyTo, &m.Mention, &m.Content, &buttons, &m.Part, &m.Nonce,
-			&m.Attempts, &m.CreatedAt, &maybe, &m.File.Name, &m.File.Data)
+			&m.Attempts, &m.CreatedAt, &maybe, &m.File.Name, &m.File.Data, &persona)
 		if err != nil {
 			return m, err
+		}
+		if m.Persona, err = scanPersona(persona); err != nil {
+			return m, fmt.Errorf("outbox %d persona: %w", m.ID, err)
 		}
 		m.MaybeSentAt = orZero(maybe)
 		if err := json.Unmarshal(buttons, &m.Buttons); err != nil {

@@ -25,7 +25,7 @@ const trackScan = 100
 // trackScan rows, each looking its session's channel up by primary key:
 // the cost does not grow with the number of sessions.
 var rosterTracksSQL = `
-	SELECT ` + roleColumns + `, tr.last, tr.failed, tr.timed_out, tr.blocked, tr.need_info
+	SELECT ` + roleColumns + `, tr.last, tr.failed, tr.timed_out, tr.blocked, tr.need_info, r.avatar
 	FROM session_roles r
 	CROSS JOIN LATERAL (
 		SELECT count(*)::int AS last,
@@ -52,7 +52,7 @@ func collectRosterTracks(rows pgx.Rows) ([]master.Role, map[string]master.RoleTr
 		var tr master.RoleTrack
 		var maxTokens, timeout *int32
 		if err := row.Scan(&r.Name, &r.Description, &r.Prompt, &r.Model, &r.Temperature, &maxTokens, &timeout, &r.Tools,
-			&tr.Last, &tr.Failed, &tr.Timeout, &tr.Blocked, &tr.NeedInfo); err != nil {
+			&tr.Last, &tr.Failed, &tr.Timeout, &tr.Blocked, &tr.NeedInfo, &r.Avatar); err != nil {
 			return r, err
 		}
 		r = fillRole(r, maxTokens, timeout)
@@ -72,8 +72,10 @@ var reliabilitySQL = `
 		       extract(epoch FROM t.ended_at - t.started_at) AS secs,
 		       t.prompt_tokens + t.completion_tokens AS tokens,
 		       CASE WHEN t.state = 'blocked' THEN coalesce(t.result, '') ELSE coalesce(t.error, '') END AS why,
-		       row_number() OVER (PARTITION BY s.guild_id, s.channel_id, t.role ORDER BY t.ended_at DESC, t.id DESC) AS n
+		       row_number() OVER (PARTITION BY s.guild_id, s.channel_id, t.role ORDER BY t.ended_at DESC, t.id DESC) AS n,
+		       rv.verdict
 		FROM tasks t JOIN sessions s ON s.id = t.session_id
+		LEFT JOIN turn_reviews rv ON rv.turn_id = t.turn_id AND t.state = 'done'
 		WHERE t.ended_at > $1 AND t.state <> 'cancelled' %s
 	), open AS (
 		SELECT s.guild_id, s.channel_id, t.role, count(*)::int AS n
@@ -94,7 +96,8 @@ var reliabilitySQL = `
 	       coalesce(left((array_agg(why ORDER BY t.n) FILTER (WHERE state IN ('failed', 'timeout', 'blocked')))[1], 300), ''),
 	       (array_agg(ended_at ORDER BY t.n) FILTER (WHERE state IN ('failed', 'timeout', 'blocked')))[1],
 	       array_agg(state ORDER BY t.n DESC) FILTER (WHERE t.n <= ` + strconv.Itoa(master.TrendLen) + `),
-	       coalesce(max(o.n), 0)
+	       coalesce(max(o.n), 0),
+	       count(*) FILTER (WHERE verdict IN ('pass', 'caveat', 'revise'))::int, count(*) FILTER (WHERE verdict = 'revise')::int
 	FROM t LEFT JOIN open o USING (guild_id, channel_id, role)
 	GROUP BY 1, 2, 3
 	ORDER BY 1, 2, 3
@@ -133,7 +136,7 @@ func reliability(ctx context.Context, q querier, f master.ReliabilityQuery) ([]m
 		var lastAt *time.Time
 		var trend []string
 		err := row.Scan(&r.GuildID, &r.ChannelID, &r.Role, &r.Tasks, &r.Done, &r.Failed, &r.Blocked, &r.NeedInfo, &r.Timeout,
-			&median, &p90, &r.TokensPerTask, &r.LastFailure, &lastAt, &trend, &r.Open)
+			&median, &p90, &r.TokensPerTask, &r.LastFailure, &lastAt, &trend, &r.Open, &r.Reviewed, &r.Revised)
 		r.Median = time.Duration(median * float64(time.Second)).Round(time.Millisecond)
 		r.P90 = time.Duration(p90 * float64(time.Second)).Round(time.Millisecond)
 		r.LastFailureAt = orZero(lastAt)

@@ -73,6 +73,9 @@ func (s *Store) PurgeEnded(ctx context.Context, cutoff time.Time, batch int) (p 
 			if err == nil {
 				err = s.purgeGuildUsage(ctx, cutoff, batch, &p)
 			}
+			if err == nil {
+				err = s.purgeNotes(ctx, cutoff, batch, &p)
+			}
 			return p, true, err
 		}
 		if err := s.purgeSessions(ctx, ids, batch, &p); err != nil {

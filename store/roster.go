@@ -14,7 +14,7 @@ import (
 // insertRoster writes a session's roles in one statement, in order.
 func insertRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []master.Role) error {
 	n := len(roster)
-	names, descs, prompts, models := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	names, descs, prompts, models, avatars := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	temps, maxTokens, timeouts := make([]*float32, n), make([]*int32, n), make([]*int32, n)
 	tools := make([][]string, n) // ragged: passed as JSON, since Postgres arrays are not
 	for i, r := range roster {
@@ -23,6 +23,7 @@ func insertRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mast
 			tools[i] = []string{}
 		}
 		names[i], descs[i], prompts[i], models[i] = r.Name, master.CleanText(r.Description), master.CleanText(r.Prompt), r.Model
+		avatars[i] = master.CleanText(r.Avatar)
 		temps[i] = r.Temperature
 		if r.MaxTokens > 0 {
 			v := int32(r.MaxTokens)
@@ -38,12 +39,12 @@ func insertRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mast
 		return fmt.Errorf("insert roster: %w", err)
 	}
 	_, err = tx.Exec(ctx, `
-		INSERT INTO session_roles (session_id, name, description, prompt, model, temperature, max_tokens, timeout_ms, tools, position)
+		INSERT INTO session_roles (session_id, name, description, prompt, model, temperature, max_tokens, timeout_ms, tools, position, avatar)
 		SELECT $1, r.name, r.description, r.prompt, r.model, r.temperature, r.max_tokens, r.timeout_ms,
-		       ARRAY(SELECT jsonb_array_elements_text($9::jsonb -> (r.position::int - 1))), r.position
-		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::real[], $7::int[], $8::int[])
-			WITH ORDINALITY AS r(name, description, prompt, model, temperature, max_tokens, timeout_ms, position)`,
-		sessionID, names, descs, prompts, models, temps, maxTokens, timeouts, toolsJSON)
+		       ARRAY(SELECT jsonb_array_elements_text($9::jsonb -> (r.position::int - 1))), r.position, r.avatar
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::real[], $7::int[], $8::int[], $10::text[])
+			WITH ORDINALITY AS r(name, description, prompt, model, temperature, max_tokens, timeout_ms, avatar, position)`,
+		sessionID, names, descs, prompts, models, temps, maxTokens, timeouts, toolsJSON, avatars)
 	if err != nil {
 		return fmt.Errorf("insert roster: %w", err)
 	}

@@ -17,14 +17,17 @@ import (
 const sessionColumns = `s.id, s.guild_id, s.channel_id, s.thread_id, s.owner_id, s.goal, s.state,
 	coalesce(s.report_to, ''), coalesce(s.dispatched_by, 0), s.dispatch_depth,
 	coalesce(s.api_key, ''), coalesce(s.callback_url, ''), s.prompt_tokens, s.completion_tokens, s.created_at, s.ended_at,
-	coalesce(s.requested_by_bot, ''), coalesce(s.request_message_id, ''), s.surface, coalesce(s.attached_to, ''), s.dormant_since`
+	coalesce(s.requested_by_bot, ''), coalesce(s.request_message_id, ''), s.surface, coalesce(s.attached_to, ''), s.dormant_since,
+	s.personas, s.memory, s.review`
 
+// scanSession reads sessionColumns, then extra columns if given.
 func scanSession(row pgx.Row, extra ...any) (master.Session, error) {
 	var s master.Session
 	var ended, dormant *time.Time
 	err := row.Scan(append([]any{&s.ID, &s.GuildID, &s.ChannelID, &s.ThreadID, &s.OwnerID, &s.Goal, &s.State,
 		&s.ReportTo, &s.DispatchedBy, &s.DispatchDepth, &s.APIKey, &s.CallbackURL, &s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.CreatedAt, &ended,
-		&s.RequestedByBot, &s.RequestMessageID, &s.Surface, &s.AttachedTo, &dormant}, extra...)...)
+		&s.RequestedByBot, &s.RequestMessageID, &s.Surface, &s.AttachedTo, &dormant,
+		&s.Features.Personas, &s.Features.Memory, &s.Features.Review}, extra...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Session{}, master.ErrNotFound
 	}
@@ -67,12 +70,14 @@ func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []
 	}
 	created, err := scanSession(tx.QueryRow(ctx, `
 		INSERT INTO sessions AS s (guild_id, channel_id, thread_id, owner_id, goal, report_to, dispatched_by, dispatch_depth, dispatched_turn,
-		                           requested_by_bot, request_message_id, api_key, callback_url, surface, attached_to)
+		                           requested_by_bot, request_message_id, api_key, callback_url, surface, attached_to,
+		                           personas, memory, review)
 		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, 0), $8, nullif($9, 0), nullif($10, ''), nullif($11, ''), nullif($12, ''), nullif($13, ''),
-		        $14, nullif($15, ''))
+		        $14, nullif($15, ''), $16, $17, $18)
 		RETURNING `+sessionColumns,
 		sess.GuildID, sess.ChannelID, sess.ThreadID, sess.OwnerID, sess.Goal, sess.ReportTo, sess.DispatchedBy, sess.DispatchDepth, sess.DispatchedTurn,
-		sess.RequestedByBot, sess.RequestMessageID, sess.APIKey, sess.CallbackURL, cmp.Or(sess.Surface, master.SurfaceDiscord), sess.AttachedTo))
+		sess.RequestedByBot, sess.RequestMessageID, sess.APIKey, sess.CallbackURL, cmp.Or(sess.Surface, master.SurfaceDiscord), sess.AttachedTo,
+		sess.Features.Personas, sess.Features.Memory, cmp.Or(sess.Features.Review, master.ReviewOff)))
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "sessions_active_thread_key" {
@@ -287,6 +292,9 @@ func (s *Store) TeamView(ctx context.Context, sessionID int64, signals int) (mas
 		return v, err
 	}
 	if v.Spend, err = sessionSpend(ctx, tx, sessionID); err != nil {
+		return v, err
+	}
+	if v.Presence, err = teamPresence(ctx, tx, v.Session); err != nil {
 		return v, err
 	}
 	names := make([]string, len(v.Roster))

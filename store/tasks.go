@@ -93,21 +93,22 @@ func enqueueCTEs(guard, batch, session, turn, round, attempts string) string {
 		from = "input i, " + guard
 	}
 	return `input AS MATERIALIZED (
-			SELECT b.ord, b.role, b.instruction, b.deps, b.atts,
+			SELECT b.ord, b.role, b.instruction, b.deps, b.atts, b.notes,
 			       nextval(pg_get_serial_sequence('tasks', 'id')) AS id
 			FROM (
 				SELECT * FROM jsonb_to_recordset(` + batch + `::jsonb)
-					AS r(ord int, role text, instruction text, deps int[], atts bigint[])
+					AS r(ord int, role text, instruction text, deps int[], atts bigint[], notes bigint[])
 				ORDER BY ord
 			) b
 		), inserted AS (
-			INSERT INTO tasks (id, session_id, turn_id, round, role, instruction, depends_on, max_attempts, attachment_ids)
+			INSERT INTO tasks (id, session_id, turn_id, round, role, instruction, depends_on, max_attempts, attachment_ids, note_ids)
 			OVERRIDING SYSTEM VALUE
 			SELECT i.id, ` + session + `, ` + turn + `, ` + round + `, i.role, i.instruction,
 			       coalesce((SELECT array_agg(d.id ORDER BY d.ord) FROM input d WHERE d.ord = ANY (i.deps)), '{}'), ` + attempts + `,
 			       -- only files of this turn
 			       coalesce((SELECT array_agg(a.id ORDER BY a.position) FROM attachments a
-			                 WHERE a.turn_id = ` + turn + ` AND a.id = ANY (i.atts)), '{}')
+			                 WHERE a.turn_id = ` + turn + ` AND a.id = ANY (i.atts)), '{}'),
+			       coalesce(i.notes, '{}')
 			FROM ` + from + `
 		)`
 }
@@ -123,6 +124,7 @@ func batchJSON(tasks []master.NewTask) ([]byte, error) {
 		Instruction string  `json:"instruction"`
 		Deps        []int   `json:"deps"`
 		Atts        []int64 `json:"atts"`
+		Notes       []int64 `json:"notes,omitempty"`
 	}
 	batch := make([]row, len(tasks))
 	for i, t := range tasks {
@@ -147,7 +149,7 @@ func batchJSON(tasks []master.NewTask) ([]byte, error) {
 				deps = append(deps, d)
 			}
 		}
-		batch[i] = row{Ord: i, Role: t.Role, Instruction: master.CleanText(t.Instruction), Deps: deps, Atts: t.Attachments}
+		batch[i] = row{Ord: i, Role: t.Role, Instruction: master.CleanText(t.Instruction), Deps: deps, Atts: t.Attachments, Notes: t.Notes}
 	}
 	return marshalJSON(batch)
 }
@@ -203,6 +205,7 @@ func claimTasks(ctx context.Context, tx querier, scope master.Scope, workerID st
 		SELECT `+taskColumns+`, i.input
 		FROM claimed t LEFT JOIN LATERAL (
 			SELECT json_build_object('role', row_to_json(r), 'goal', s.goal, 'guild_id', s.guild_id,
+			       'notes', `+taskNotesSQL("t.note_ids")+`,
 			       'team', coalesce((SELECT json_agg(json_build_array(o.name, o.description) ORDER BY o.position, o.name)
 			                         FROM session_roles o WHERE o.session_id = s.id AND o.name <> t.role), '[]')) AS input
 			FROM sessions s JOIN session_roles r ON r.session_id = s.id AND r.name = t.role
@@ -237,14 +240,18 @@ func claimedInput(data []byte) (*master.TaskInput, error) {
 			TimeoutMS   *int64   `json:"timeout_ms"`
 			Tools       []string `json:"tools"`
 		} `json:"role"`
-		Goal    string      `json:"goal"`
-		GuildID string      `json:"guild_id"`
-		Team    [][2]string `json:"team"`
+		Goal    string          `json:"goal"`
+		GuildID string          `json:"guild_id"`
+		Notes   json.RawMessage `json:"notes"`
+		Team    [][2]string     `json:"team"`
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, fmt.Errorf("task input: %w", err)
 	}
 	in := &master.TaskInput{Goal: v.Goal, GuildID: v.GuildID}
+	if err := scanNotes(v.Notes, &in.Notes); err != nil {
+		return nil, fmt.Errorf("task input: %w", err)
+	}
 	r := v.Role
 	in.Role = master.Role{Name: r.Name, Description: r.Description, Prompt: r.Prompt, Model: r.Model, Temperature: r.Temperature, Tools: r.Tools}
 	if len(in.Role.Tools) == 0 {
@@ -340,7 +347,8 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 	return nil
 }
 
-// TaskInput returns what the worker of t may see: the goal, its role, its
+// TaskInput returns what the worker of t may see: the goal, its role, the
+// channel notes it was given (those still kept), its
 // dependencies with their results, the files handed to it, and the calls
 // of its tools that earlier attempts recorded.
 // master.ErrNotFound when the role has left the team. Its reads are sent
@@ -348,12 +356,14 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput, error) {
 	var in master.TaskInput
 	b := &pgx.Batch{}
-	// The role, the goal and guild, and the other roles, in one statement.
+	// The role, the goal and guild, the notes the task was given, and the
+	// other roles, in one statement.
 	b.Queue(`SELECT r.`+strings.ReplaceAll(roleColumns, ", ", ", r.")+`, s.goal, s.guild_id,
+		       `+taskNotesSQL(`(SELECT tk.note_ids FROM tasks tk WHERE tk.id = $3)::bigint[]`)+`,
 		       coalesce((SELECT json_agg(json_build_array(o.name, o.description) ORDER BY o.position, o.name)
 		                 FROM session_roles o WHERE o.session_id = s.id AND o.name <> $2), '[]')
 		FROM sessions s JOIN session_roles r ON r.session_id = s.id AND r.name = $2
-		WHERE s.id = $1`, t.SessionID, t.Role)
+		WHERE s.id = $1`, t.SessionID, t.Role, t.ID)
 	if len(t.DependsOn) > 0 {
 		b.Queue(`SELECT `+taskColumns+` FROM tasks t WHERE t.id = ANY ($1) ORDER BY t.id`, t.DependsOn)
 	}
@@ -368,7 +378,8 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	var team [][2]string
-	role, err := scanRoleAnd(br.QueryRow(), &in.Goal, &in.GuildID, &team)
+	var notes []byte
+	role, err := scanRoleAnd(br.QueryRow(), &in.Goal, &in.GuildID, &notes, &team)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return in, fmt.Errorf("task input: role %q is not on the team: %w", t.Role, master.ErrNotFound)
 	}
@@ -376,6 +387,9 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 		return in, fmt.Errorf("task input: role: %w", err)
 	}
 	in.Role = role
+	if err := scanNotes(notes, &in.Notes); err != nil {
+		return in, fmt.Errorf("task input: %w", err)
+	}
 	for _, r := range team {
 		in.Team = append(in.Team, master.Role{Name: r[0], Description: r[1]})
 	}

@@ -23,7 +23,7 @@ func (s *Store) TurnReads(ctx context.Context, sessionID, turnID int64, historyL
 	b.Queue(`SELECT `+taskColumns+` FROM tasks t WHERE t.turn_id = $1 ORDER BY t.round, t.id`, turnID)
 	b.Queue(`SELECT `+attachmentColumns+`, a.data FROM attachments a
 		WHERE a.turn_id = $1 ORDER BY a.position`, turnID)
-	b.Queue(`SELECT `+sessionColumns+` FROM sessions s WHERE s.id = $1`, sessionID)
+	b.Queue(sessionNotesSQL, sessionID)
 	b.Queue(rosterTracksSQL, sessionID)
 	b.Queue(historySQL, sessionID, turnID, historyLimit)
 	err := func() error {
@@ -42,8 +42,12 @@ func (s *Store) TurnReads(ctx context.Context, sessionID, turnID int64, historyL
 		if r.Attachments, err = collectAttachments(rows); err != nil {
 			return fmt.Errorf("turn attachments: %w", err)
 		}
-		if r.Session, err = scanSession(br.QueryRow()); err != nil {
+		var notes []byte
+		if r.Session, err = scanSession(br.QueryRow(), &notes); err != nil {
 			return fmt.Errorf("session %d: %w", sessionID, err)
+		}
+		if err := scanNotes(notes, &r.Notes); err != nil {
+			return err
 		}
 		if rows, err = br.Query(); err != nil {
 			return fmt.Errorf("roster: %w", err)

@@ -477,8 +477,12 @@ func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) err
 // numbered by seq and posted once.
 func (s *Store) FinishTurn(ctx context.Context, g master.Guard, f master.Finish) (next bool, err error) {
 	parts := cleanAll(f.Parts)
+	faces, err := personaColumn(f.Personas, len(parts))
+	if err != nil {
+		return false, fmt.Errorf("finish turn: %w", err)
+	}
 	payload := payloadOf(WakeOutbox, strconv.FormatInt(g.SessionID, 10))
-	args := []any{g.TurnID, g.SessionID, g.Round, g.Owner, f.Kind, f.State, parts, WakeChannel, payload}
+	args := []any{g.TurnID, g.SessionID, g.Round, g.Owner, f.Kind, f.State, parts, WakeChannel, payload, faces}
 	var turn master.Turn
 	scan := func(row pgx.Row) error { return row.Scan(&turn.ID, &turn.Round, &turn.MessageID, &next) }
 	if s.webhooks.Load() && f.Kind == master.OutReply {
@@ -517,10 +521,10 @@ func (s *Store) FinishTurn(ctx context.Context, g master.Guard, f master.Finish)
 }
 
 // finishSQL is FinishTurn's statement: $1 turn, $2 session, $3 round, $4
-// owner (the guard); $5 kind, $6 the turn's new state, $7 the parts; $8
-// and $9 the wake. It
-// returns the turn's id, round and message, and whether another turn is queued; no
-// row when the guard does not hold. The nonces are outNonce's.
+// owner (the guard); $5 kind, $6 the turn's new state, $7 the parts, $10
+// each part's persona (NULL: callon's own voice); $8 and $9 the wake. It
+// returns the turn's id, round and message, and whether another turn is
+// queued; no row when the guard does not hold. The nonces are outNonce's.
 var finishSQL = `
 	WITH g AS (
 		SELECT u.id, u.round, u.session_id, u.channel_id, u.message_id, u.author_id, s.guild_id
@@ -533,7 +537,7 @@ var finishSQL = `
 		            THEN coalesce((SELECT max(o.seq) + 1 FROM outbox o WHERE o.turn_id = $1 AND o.kind = 'question'), 0)
 		            ELSE 0 END AS seq
 	), parts AS (
-		INSERT INTO outbox (session_id, turn_id, kind, channel_id, reply_to, content, part, nonce, seq)
+		INSERT INTO outbox (session_id, turn_id, kind, channel_id, reply_to, content, part, nonce, seq, persona)
 		SELECT g.session_id, g.id, $5, g.channel_id,
 		       -- A report's, a brief's or an API message's turn has no
 		       -- Discord message to reply to.
@@ -541,8 +545,8 @@ var finishSQL = `
 		       p.content, p.ord - 1,
 		       CASE WHEN $5 = 'question' THEN 't' || g.id || 'q' || q.seq || '.' || (p.ord - 1)
 		            ELSE 't' || g.id || left($5, 1) || (p.ord - 1) END,
-		       q.seq
-		FROM g, q, unnest($7::text[]) WITH ORDINALITY AS p(content, ord)
+		       q.seq, p.persona
+		FROM g, q, unnest($7::text[], $10::jsonb[]) WITH ORDINALITY AS p(content, persona, ord)
 	), ended AS (
 		UPDATE turns w SET state = CASE WHEN w.id = g.id THEN $6 ELSE 'done' END, updated_at = now()
 		FROM g WHERE w.id = g.id OR ($6 = 'waiting' AND w.session_id = g.session_id AND w.state = 'waiting')

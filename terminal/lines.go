@@ -115,6 +115,12 @@ func RunLines(ctx context.Context, in io.Reader, out io.Writer, team Team, m *Me
 			if err := team.Replan(ctx, cmd.arg); err != nil {
 				p.say(master.ErrorMessage(err))
 			}
+		case "memory":
+			text, err := team.Memory(ctx, cmd.arg)
+			if err != nil {
+				text = master.ErrorMessage(err)
+			}
+			p.say(p.words.Translate(text))
 		case "dissolve":
 			seen := p.seen()
 			if err := team.Dissolve(ctx); err != nil {
@@ -175,7 +181,7 @@ func (p *printer) show(ev Event) {
 	text := p.plain(ev.Text)
 	switch ev.Kind {
 	case Said:
-		fmt.Fprintln(p.w, "team › "+text)
+		fmt.Fprintln(p.w, speaker(ev)+" › "+text)
 	case Status:
 		if !master.StatusSettled(ev.Text) {
 			return // scripts get the settled line only
@@ -197,7 +203,11 @@ func (p *printer) show(ev Event) {
 		fmt.Fprintln(p.w, "  log: "+text)
 	}
 	if ev.Kind == Said || ev.Kind == Asked {
-		p.posted = append(p.posted, ev.Out)
+		out := ev.Out
+		if ev.Part > 0 {
+			out = "" // a later part of an answer already counted
+		}
+		p.posted = append(p.posted, out)
 		close(p.changed)
 		p.changed = make(chan struct{})
 	}
@@ -246,4 +256,13 @@ func (p *printer) waitFor(ctx context.Context, seen int, kinds ...master.OutKind
 			return ctx.Err()
 		}
 	}
+}
+
+// speaker is who a message is from: the team, or one of its members
+// (personas), by name.
+func speaker(ev Event) string {
+	if ev.From != "" {
+		return Clean(ev.From)
+	}
+	return "team"
 }

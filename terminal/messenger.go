@@ -37,6 +37,12 @@ type Event struct {
 	ID       string         // the message's id (Status, Asked, Settled)
 	Approval int64          // Asked, Settled: the request's id
 	Text     string         // as the team wrote it: Discord markup, not cleaned
+	// From is the member a part of a reply is posted as (personas): its
+	// name prefixes the text; "" for the team's own voice.
+	From string
+	// Part is the message's place in its reply (0: the first); the
+	// answer a script waits for is the first.
+	Part int
 }
 
 // ErrClosed is what the team's messages get once the terminal shows
@@ -110,7 +116,10 @@ func (m *Messenger) emit(ctx context.Context, ev Event) error {
 // Send shows a message of the team.
 func (m *Messenger) Send(ctx context.Context, out master.OutMessage) (string, error) {
 	id := "m" + strconv.FormatInt(out.ID, 10) + "-" + out.Nonce
-	ev := Event{Kind: Said, Out: out.Kind, Turn: out.TurnID, ID: id, Text: out.Content}
+	ev := Event{Kind: Said, Out: out.Kind, Turn: out.TurnID, ID: id, Text: out.Content, Part: out.Part}
+	if out.Persona != nil {
+		ev.From = out.Persona.Name
+	}
 	if out.File.Name != "" {
 		// Discord shows the file as an attachment; a terminal shows it
 		// whole (an approval's every argument, so the person sees what

@@ -367,6 +367,14 @@ func (m *model) submit(line string) tea.Cmd {
 			}
 			return noteMsg("") // the team's notice says what changed
 		}
+	case "memory":
+		return func() tea.Msg {
+			text, err := m.team.Memory(m.ctx, cmd.arg)
+			if err != nil {
+				return noteMsg(master.ErrorMessage(err))
+			}
+			return printMsg(m.render(text))
+		}
 	case "dissolve":
 		return m.dissolve()
 	case "approve", "deny":
@@ -452,7 +460,7 @@ func (m *model) dropAsk(id int64) {
 func (m *model) event(ev Event) tea.Cmd {
 	switch ev.Kind {
 	case Said:
-		cmd := m.print(m.st.team.Render("team ›") + "\n" + m.render(ev.Text))
+		cmd := m.print(m.st.team.Render(speaker(ev)+" ›") + "\n" + m.render(ev.Text))
 		if ev.Out == master.OutSummary && m.mode == dissolving {
 			return tea.Batch(cmd, m.quit(Dissolved))
 		}

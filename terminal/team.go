@@ -21,6 +21,9 @@ type Team interface {
 	Dissolve(ctx context.Context) error
 	// Decide approves or denies request id of this team.
 	Decide(ctx context.Context, id int64, approve bool) (master.Approval, error)
+	// Memory is /memory: the channel's notes ("" or "show"), "forget N"
+	// or "clear"; it returns what to show.
+	Memory(ctx context.Context, arg string) (string, error)
 }
 
 // Outcome is how a chat ended.
@@ -36,6 +39,7 @@ const (
 
 // Help lists the commands of a chat.
 const Help = "Commands: /team shows the team, /replan [what to change] reorganizes it, /approve N and /deny N decide a request, " +
+	"/memory [forget N | clear] shows or edits the notes teams keep, " +
 	"/dissolve ends the team, /quit leaves it for later (callon chat --resume). Anything else is a message for the team."
 
 // command is a line that starts with "/".

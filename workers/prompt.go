@@ -50,6 +50,9 @@ func systemPrompt(t master.Task, in TaskInput, withTools bool, notice string) st
 		b.WriteString(p)
 		b.WriteString("\n\n")
 	}
+	if notes := master.NotesSection(in.Notes); notes != "" {
+		b.WriteString(notes + "\n")
+	}
 	b.WriteString(workerInstructions)
 	if withTools {
 		b.WriteString(toolsInstructions)

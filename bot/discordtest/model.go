@@ -58,6 +58,7 @@ type message struct {
 	guildID     string
 	author      user
 	webhookID   string
+	avatarURL   string // a webhook execution's avatar_url
 	typ         discordgo.MessageType
 	content     string
 	embeds      []json.RawMessage
@@ -110,6 +111,11 @@ type Message struct {
 	Deleted         bool
 	ThreadID        string     // the thread started from this message, if any
 	Reactions       []Reaction // in the order they were first added
+	// WebhookID is the channel webhook that posted the message (or the
+	// application's id for an interaction's follow-up); AvatarURL the
+	// avatar_url it gave. AuthorName is then the username it gave.
+	WebhookID string
+	AvatarURL string
 }
 
 // Attachment is a file uploaded with a message, by the bot or by a user.
@@ -160,6 +166,8 @@ func (m *message) snapshot() Message {
 		Deleted:      m.deleted,
 		ThreadID:     m.threadID,
 		Reactions:    m.reactionsSnapshot(),
+		WebhookID:    m.webhookID,
+		AvatarURL:    m.avatarURL,
 	}
 	for _, raw := range m.embeds {
 		var e discordgo.MessageEmbed

@@ -78,7 +78,8 @@ func (s *Server) routes() http.Handler {
 		RouteOverwriteGuildCommands:    s.overwriteCommands,
 		RouteGetGuildCommands:          s.getCommands,
 		RouteCreateInteractionResponse: s.createInteractionResponse,
-		RouteCreateFollowup:            s.createFollowup,
+		RouteListChannelWebhooks:       s.listChannelWebhooks,
+		RouteCreateWebhook:             s.createWebhook,
 		RouteGetOriginalResponse:       s.getWebhookMessage,
 		RouteEditOriginalResponse:      s.editWebhookMessage,
 		RouteDeleteOriginalResponse:    s.deleteWebhookMessage,
@@ -103,6 +104,9 @@ func (s *Server) routes() http.Handler {
 		method, path, _ := strings.Cut(string(route), " ")
 		mux.HandleFunc(method+" /api/v9"+path, s.wrap(route, s.serve(h)))
 	}
+	// A follow-up and a channel webhook's execution share a path.
+	mux.HandleFunc("POST /api/v9/webhooks/{app}/{token}", s.webhookOrFollowup(
+		s.wrap(RouteCreateFollowup, s.serve(s.createFollowup)), s.wrap(RouteExecuteWebhook, s.executeWebhook)))
 	mux.HandleFunc("/", s.notFound)
 	return mux
 }

@@ -65,7 +65,11 @@ type Server struct {
 	outage     bool // StopGateway was called, StartGateway not since
 	intents    discordgo.Intent
 
-	onAck       func(*Interaction)    // see OnAck
+	onAck       func(*Interaction) // see OnAck
+	webhookList []*webhook         // channel webhooks, in the order they were made
+	noWebhooks  map[string]bool    // channels where the bot may not manage webhooks
+	holds       []*hold            // webhook executions to hold (HoldWebhook)
+
 	oauthSecret string                // the application's client secret
 	oauthUser   string                // who authorizes next; "" is the default user
 	oauthCodes  map[string]oauthGrant // codes not yet exchanged
@@ -92,6 +96,7 @@ func New(tb testing.TB, opts ...Option) *Server {
 		byChan:       map[string][]*message{},
 		nonces:       map[string]*message{},
 		denied:       map[string]bool{},
+		noWebhooks:   map[string]bool{},
 		typing:       map[string]int{},
 		files:        map[string]*fileRecord{},
 		downloads:    map[string]int{},

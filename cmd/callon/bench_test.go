@@ -58,6 +58,8 @@ func TestBenchQuick(t *testing.T) {
 		"context": false, "pickup": true, "burndown": false,
 		"scale.empty": false, "scale.dormant": false, "scale.active": false, "recovery": true, "recovery.overhead": true,
 		"outage.2s": true, "shutdown": true,
+		"presence.off": true, "presence.memory": true, "presence.memory.remember": true, "presence.review": true,
+		"presence.review.merged": true, "presence.personas": true,
 	}
 	got := map[string]bool{}
 	for _, s := range rep.Stages {

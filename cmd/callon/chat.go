@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -35,6 +37,9 @@ type chatFlags struct {
 	goal, rolesFile     string
 	resume, demo, plain bool
 	verbose             bool
+	// personas, memory and review override the roles file's features
+	// for a new team: "" keeps them.
+	personas, memory, review string
 }
 
 const chatSummary = `talk to a team in the terminal; needs DATABASE_URL and a model server (OPENAI_*), not Discord.
@@ -51,12 +56,18 @@ func parseChat(args []string, stderr io.Writer) (chatFlags, bool, error) {
 		fs.StringVar(&f.rolesFile, "channel-roles", "", "a roles file (as CALLON_ROLES_FILE) whose default roster the team gets")
 		fs.BoolVar(&f.verbose, "verbose", false, "show the log in the chat instead of writing it to a file")
 		fs.BoolVar(&f.plain, "plain", false, "plain lines even in a terminal (as when the output is not one)")
+		fs.StringVar(&f.personas, "personas", "", "on: members post their parts of replies under their own names (default: the roles file's, else off)")
+		fs.StringVar(&f.memory, "memory", "", "off: the team keeps no notes for later chats (default: the roles file's, else on)")
+		fs.StringVar(&f.review, "review", "", "on: a reviewer checks merged replies; always: every reply (default: the roles file's, else off)")
 	})
 	var arg *argError
 	if errors.As(err, &arg) {
 		return f, false, fmt.Errorf("%w: give the goal with --goal, like: callon chat --goal %q", err, arg.arg)
 	}
 	if !ok {
+		return f, false, err
+	}
+	if err := checkFeatureFlags(f); err != nil {
 		return f, false, err
 	}
 	switch {
@@ -159,7 +170,8 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	// database may be a bot's, or another chat's.
 	scope := master.ChatScope(owner)
 	budget := master.Budget{SessionTokens: lim.SessionTokens, GuildDailyTokens: cfg.Caps.GuildDailyTokens}
-	svc := master.NewService(master.ServiceConfig{MaxQueued: cfg.Caps.MaxQueuedTurns}, st, roster)
+	features := master.NewFeatureConfig(st, fileFeatures(cfg.Features))
+	svc := master.NewService(master.ServiceConfig{MaxQueued: cfg.Caps.MaxQueuedTurns, Features: chatFeatures(f, features)}, st, roster)
 	pool := workers.New(workers.Config{ID: owner, Scope: scope, Slots: max(lim.WorkerSlots, 1), Lease: lim.TaskLease, Heartbeat: lim.Heartbeat(),
 		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake(store.WakeTasks),
 		MaxOutput: lim.MaxOutput, Tools: tools, ApprovalTimeout: cfg.Tools.ApprovalTimeout}, st, model, log)
@@ -170,6 +182,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		Owner: owner, Scope: scope, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
 		History: lim.History, Budget: budget, MaxOutput: lim.MaxOutput, Lease: lim.TaskLease, Wake: wake(store.WakeMaster), Catalog: roster,
 		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls, Instructions: cfg.MasterPrompt,
+		Memory: st, Reviews: st,
 	}, st, model, log)
 	sender := master.NewOutbox(master.OutboxConfig{Owner: owner, Scope: scope, RetryFor: lim.OutboxRetryFor, Wake: wake(store.WakeOutbox), Poll: 200 * time.Millisecond}, st, out, log)
 	pres := master.NewPresenter(master.PresenterConfig{Tick: 500 * time.Millisecond, Scope: scope}, st, out, log)
@@ -197,7 +210,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	for _, run := range []func(context.Context) error{listener.Run, pool.Run, orch.Run, sender.Run, pres.Run, settler.Run} {
 		loops.Go(func() error { return run(lctx) })
 	}
-	team := &chatTeam{sess: sess, svc: svc, cmds: cmds, approvals: approvals, store: st}
+	team := &chatTeam{sess: sess, svc: svc, cmds: cmds, approvals: approvals, store: st, memory: master.NewMemoryAdmin(st)}
 	opt := terminal.Options{Intro: banner(f, sess, logPath), Recent: recent, Pending: pending, Words: terminal.Words{Names: chatNames}}
 	var outcome terminal.Outcome
 	if ui != nil {
@@ -304,6 +317,7 @@ type chatTeam struct {
 	cmds      *master.Commands
 	approvals *master.Approvals
 	store     *store.Store
+	memory    *master.MemoryAdmin
 }
 
 var _ terminal.Team = (*chatTeam)(nil)
@@ -340,4 +354,72 @@ func providerConfigs(cfg config.Config) map[string]llm.Config {
 		out[p.Name] = llm.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers, ToolDialect: p.ToolDialect}
 	}
 	return out
+}
+
+// Memory is /memory in a chat: the notes of the chats' channel, which the
+// person at the terminal (the operator) administers.
+func (t *chatTeam) Memory(ctx context.Context, arg string) (string, error) {
+	admin := master.Actor{UserID: chatUser, Permissions: master.PermAdministrator}
+	verb, rest, _ := strings.Cut(strings.TrimSpace(arg), " ")
+	switch verb {
+	case "", "show":
+		notes, err := t.memory.Show(ctx, admin, chatGuild, chatGuild)
+		if err != nil {
+			return "", err
+		}
+		return master.RenderNotes(chatGuild, notes), nil
+	case "forget":
+		id, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+		if err != nil || id <= 0 {
+			return "", master.Errorf(master.EInvalid, "give the note's number, like /memory forget 3")
+		}
+		if err := t.memory.Forget(ctx, admin, chatGuild, chatGuild, id); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Note %d forgotten: no team sees it again.", id), nil
+	case "clear":
+		n, err := t.memory.Clear(ctx, admin, chatGuild, chatGuild)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Removed %d notes.", n), nil
+	}
+	return "", master.Errorf(master.EInvalid, "use /memory, /memory forget N or /memory clear")
+}
+
+// checkFeatureFlags refuses a feature flag with a value it does not take.
+func checkFeatureFlags(f chatFlags) error {
+	for _, c := range []struct{ name, v string }{{"personas", f.personas}, {"memory", f.memory}} {
+		if c.v != "" && c.v != "on" && c.v != "off" {
+			return fmt.Errorf("--%s takes on or off, not %q", c.name, c.v)
+		}
+	}
+	if _, ok := master.ParseReviewMode(f.review); f.review != "" && !ok {
+		return fmt.Errorf("--review takes on, off or always, not %q", f.review)
+	}
+	return nil
+}
+
+// chatFeatures is a chat's team's features: the roles file's, with the
+// flags over them.
+func chatFeatures(f chatFlags, fc *master.FeatureConfig) func(ctx context.Context, guildID, channelID string) (master.Features, error) {
+	return func(ctx context.Context, guildID, channelID string) (master.Features, error) {
+		out, err := fc.For(ctx, guildID, channelID)
+		if err != nil {
+			return out, err
+		}
+		if f.demo {
+			out = master.DefaultFeatures() // the demo's script knows no features
+		}
+		if f.personas != "" {
+			out.Personas = f.personas == "on"
+		}
+		if f.memory != "" {
+			out.Memory = f.memory == "on"
+		}
+		if m, ok := master.ParseReviewMode(f.review); ok {
+			out.Review = m
+		}
+		return out, nil
+	}
 }

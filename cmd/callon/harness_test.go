@@ -136,7 +136,7 @@ func (w *world) start() {
 }
 
 // commandCount is how many slash commands callon registers.
-const commandCount = 7
+const commandCount = 8
 
 // restart stops the process and starts a new one on the same database.
 func (w *world) restart() {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/callonbot/callon/bot"
 	"github.com/callonbot/callon/config"
 )
 
@@ -41,6 +42,8 @@ func newOpsHandler(checks map[string]check, metrics http.Handler, api, dash http
 		mux.Handle("/dashboard/", dash)
 		mux.Handle("/dashboard", dash)
 	}
+	// Personas' pictures, for Discord to fetch (CALLON_PUBLIC_URL).
+	mux.Handle("GET /avatars/{file}", bot.AvatarHandler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})

@@ -38,7 +38,7 @@ func fileRoles(in []config.Role) []master.Role {
 	for i, r := range in {
 		out[i] = master.Role{
 			Name: r.Name, Description: r.Description, Prompt: r.Prompt, Model: r.Model,
-			Temperature: r.Temperature, MaxTokens: r.MaxTokens, Timeout: r.Timeout, Tools: r.Tools,
+			Temperature: r.Temperature, MaxTokens: r.MaxTokens, Timeout: r.Timeout, Tools: r.Tools, Avatar: r.Avatar,
 		}
 	}
 	return out
@@ -141,4 +141,17 @@ func roleNames(file map[master.RoleScope][]master.Role) []string {
 		}
 	}
 	return names
+}
+
+// fileFeatures are the roles file's features in master's terms, by scope.
+func fileFeatures(in []config.Features) map[master.RoleScope]master.FeatureSettings {
+	out := make(map[master.RoleScope]master.FeatureSettings, len(in))
+	for _, f := range in {
+		s := master.FeatureSettings{Personas: f.Personas, Memory: f.Memory}
+		if m, ok := master.ParseReviewMode(f.Review); ok {
+			s.Review = &m
+		}
+		out[master.RoleScope{GuildID: f.GuildID, ChannelID: f.ChannelID}] = s
+	}
+	return out
 }

@@ -70,6 +70,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	if err != nil {
 		return err
 	}
+	features := master.NewFeatureConfig(st, fileFeatures(cfg.Features))
 	if _, err := st.Migrate(ctx); err != nil {
 		return err
 	}
@@ -156,6 +157,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Caps:      master.SessionCaps{PerGuild: cfg.HandBack.MaxActiveSessions, PerUser: cfg.Caps.MaxUserSessions},
 			MaxQueued: cfg.Caps.MaxQueuedTurns, UserPerMinute: cfg.Caps.UserTurnsPerMinute,
 			TrustedBots: cfg.HandBack.TrustedBots, GuildTrustedBots: cfg.GuildTrustedBots, BotPerHour: cfg.HandBack.ReportCap,
+			Features: features.For,
 		}, st, roles.Roster).WithAttachments(master.AttachmentPolicy{
 			CDN: att.CDN(), MaxFile: att.MaxFile, MaxMessage: att.MaxMessage})
 		approvals := master.NewApprovals(st, log)
@@ -170,6 +172,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		if err != nil {
 			return err
 		}
+		b.WithPresence(features, master.NewMemoryAdmin(st), st, bot.Avatars{Base: cfg.PublicURL})
 		guildName = b.GuildName
 		checks["gateway"] = func(context.Context) string {
 			_, down := b.GatewayStatus()
@@ -182,10 +185,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth, ReportCap: cfg.HandBack.ReportCap,
 			Channels: b.Channels(), Service: svc, Guilds: b.Channels(), Metrics: reg,
-			Vision: att.Vision(cfg.MasterModel), Instructions: cfg.MasterPrompt,
+			Vision: att.Vision(cfg.MasterModel), Instructions: cfg.MasterPrompt, Memory: st, Reviews: st,
 		}, st, masterModel, log)
 		out := b.Messenger()
-		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(store.WakeOutbox), Metrics: reg}, st, out, log)
+		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(store.WakeOutbox), Metrics: reg, Personas: st}, st, out, log)
 		pres := master.NewPresenter(master.PresenterConfig{Prices: prices, Wake: wake(store.WakeMaster)}, st, out, log)
 		settler := master.NewSettler(master.SettlerConfig{Wake: wake(store.WakeApprovals)}, st, out, log)
 		g.Go(func() error { return b.Run(ctx) })

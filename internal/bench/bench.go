@@ -99,7 +99,7 @@ type Deps struct {
 
 // Stages lists the stage names in the order they run; Run's only picks
 // some of them.
-var Stages = []string{"turns", "context", "pickup", "burndown", "scale", "recovery", "outage", "shutdown"}
+var Stages = []string{"turns", "presence", "context", "pickup", "burndown", "scale", "recovery", "outage", "shutdown"}
 
 // Report is what a run measured.
 type Report struct {
@@ -203,7 +203,7 @@ func Run(ctx context.Context, deps Deps, sizes Sizes, only []string) (*Report, e
 	rep := &Report{Machine: Machine{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}, Sizes: sizes}
 	b := &bench{deps: deps, sizes: sizes}
 	runs := map[string]func(context.Context) ([]StageResult, error){
-		"turns": b.turns, "context": b.contextGrowth, "pickup": b.pickup, "burndown": b.burndown,
+		"turns": b.turns, "presence": b.presence, "context": b.contextGrowth, "pickup": b.pickup, "burndown": b.burndown,
 		"scale": b.scale, "recovery": b.recovery, "outage": b.outages, "shutdown": b.shutdown,
 	}
 	for _, name := range Stages {

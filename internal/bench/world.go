@@ -39,7 +39,7 @@ type world struct {
 
 // commandCount is how many slash commands callon registers; the app is
 // ready when the fake Discord has them all.
-const commandCount = 7
+const commandCount = 8
 
 // newWorld makes a world whose model answers from script; env adds to or
 // overrides the app's environment.

@@ -1,4 +1,4 @@
--- 0016: replies follow Discord's recovery within seconds.
+-- 0017: replies follow Discord's recovery within seconds.
 
 -- tried_at is when a pending message's last send failed. While sends fail,
 -- the outbox probes one message at a time, the one tried least recently;
