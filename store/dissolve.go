@@ -14,7 +14,7 @@ import (
 // dissolved, and summary is queued for its thread. master.ErrNotFound
 // when it is not active.
 func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string, final *master.NewReport) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
@@ -82,7 +82,7 @@ func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string, f
 	if err := s.enqueueWebhook(ctx, tx, sessionID, master.WebhookSessionDissolved, master.DissolvedData(summary, cancelled, finalReport)); err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
-	if err := notify(ctx, tx, wake...); err != nil {
+	if err := notify(ctx, tx, WakeEvery, wake...); err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
