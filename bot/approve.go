@@ -29,7 +29,7 @@ func (b *Bot) decide(i *discordgo.InteractionCreate, raw string, approve bool) {
 		b.settle(i, "This request is not one callon can read.")
 		return
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(b.work, 3*time.Second)
 	err = b.s.InteractionRespond(i.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate},
 		discordgo.WithContext(ctx))
 	cancel()

@@ -38,7 +38,17 @@ type Config struct {
 	IdentifyInterval time.Duration
 	// Metrics counts REST calls and gateway connections; nil: nothing.
 	Metrics Metrics
+	// ShutdownGrace bounds how long a stopping bot waits for the work of
+	// the commands, clicks and forms it acknowledged; past it, that work
+	// is cancelled. 0: DefaultShutdownGrace.
+	ShutdownGrace time.Duration
 }
+
+// DefaultShutdownGrace is how long a stopping bot waits for acknowledged
+// work by default: under the 30 s a container runtime commonly gives
+// between SIGTERM and SIGKILL (Docker's default of 10 s is raised in the
+// compose file).
+const DefaultShutdownGrace = 20 * time.Second
 
 // Metrics receives what the bot measures (package metrics implements
 // it). Its methods must not block.
@@ -82,12 +92,17 @@ type Bot struct {
 	personas  *personas             // members' parts through webhooks; nil: in callon's voice (WithPresence)
 	outage    outage                // the messages the database refused, retried
 
-	ctx context.Context // the bot's lifetime; handlers' work derives from it
-	wg  sync.WaitGroup  // the work of goWork; waited for when Run ends
+	ctx context.Context // the bot's lifetime: background work ends with it
+	// work outlives ctx: what the bot acknowledged (a command, a click, a
+	// form) runs under it to the end, unless stopWork's grace runs out and
+	// cancels it (stopAll).
+	work    context.Context
+	stopAll context.CancelFunc
+	wg      sync.WaitGroup // admitted handlers and the work they started
 
 	mu       sync.Mutex
 	shards   []*shard // set once Run has planned them
-	stopping bool     // set when Run ends: goWork starts nothing more
+	stopping bool     // set when Run ends: no handler is admitted any more
 }
 
 // Store is what command handlers read directly: a thread's team.
@@ -142,6 +157,8 @@ func (b *Bot) Messenger() *Messenger { return &Messenger{s: b.s, p: b.personas} 
 // it then waits for the handlers' work and disconnects.
 func (b *Bot) Run(ctx context.Context) error {
 	b.ctx = ctx
+	b.work, b.stopAll = context.WithCancel(context.WithoutCancel(ctx))
+	defer b.stopAll()
 	count, ids, maxConcurrency, err := b.plan(ctx)
 	if err != nil {
 		return describeAuthError(err)
@@ -208,41 +225,84 @@ func (b *Bot) Run(ctx context.Context) error {
 	return nil
 }
 
-// stopWork waits for the work goWork started and has it start no more:
-// gateway handlers may still run until the shards are closed, and none
-// may add work once it is being waited for.
+// stopWork admits no more handlers and waits for the admitted ones and
+// the work they started, up to the shutdown grace; past it, that work is
+// cancelled, and waited for again (everything it calls honours its
+// context). Gateway handlers may still run until the shards are closed:
+// they start nothing.
 func (b *Bot) stopWork() {
 	b.mu.Lock()
 	b.stopping = true
 	b.mu.Unlock()
-	b.wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		b.wg.Wait()
+		close(done)
+	}()
+	grace := cmp.Or(b.cfg.ShutdownGrace, DefaultShutdownGrace)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		b.log.Warn("acknowledged work still running after the shutdown grace; cancelling it", "grace", grace)
+		b.stopAll()
+		<-done
+	}
 }
 
-// goWork runs f on a goroutine owned by the bot, with a context derived
-// from its lifetime and, unless timeout is 0, bounded by timeout. Once
-// the bot is stopping, f is not run: its context would be done already.
+// admit lets a gateway handler run: false once the bot is stopping. An
+// admitted handler calls b.wg.Done when it returns; until then, work it
+// starts with goWork is waited for by stopWork however late it starts.
+func (b *Bot) admit() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopping {
+		return false
+	}
+	b.wg.Add(1)
+	return true
+}
+
+// goWork runs f on a goroutine owned by the bot: work that was
+// acknowledged, or that must not stop half-way. Its context is not
+// cancelled when the bot stops (stopWork waits for it, up to the grace),
+// only by timeout (unless 0) and by the end of the grace. Call it only
+// from an admitted handler.
 func (b *Bot) goWork(timeout time.Duration, f func(ctx context.Context)) {
+	b.wg.Go(func() { b.run(b.work, timeout, f) })
+}
+
+// goBackground runs f on a goroutine owned by the bot, with a context
+// that ends when the bot stops (and, unless 0, after timeout): work the
+// next start redoes anyway, such as catching up or retrying to record a
+// message. Once the bot is stopping, f is not run.
+func (b *Bot) goBackground(timeout time.Duration, f func(ctx context.Context)) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopping {
 		return
 	}
-	b.wg.Go(func() {
-		ctx, cancel := context.WithCancel(b.ctx)
-		defer cancel()
-		if timeout > 0 {
-			var stop context.CancelFunc
-			ctx, stop = context.WithTimeout(ctx, timeout)
-			defer stop()
+	b.wg.Go(func() { b.run(b.ctx, timeout, f) })
+}
+
+// run calls f under parent, bounded by timeout unless 0; a panic is
+// logged, never fatal.
+func (b *Bot) run(parent context.Context, timeout time.Duration, f func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	if timeout > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, timeout)
+		defer stop()
+	}
+	// One bad interaction must not take the bot down with it.
+	defer func() {
+		if r := recover(); r != nil {
+			b.log.Error("handler panicked", "panic", r, "stack", string(debug.Stack()))
 		}
-		// One bad interaction must not take the bot down with it.
-		defer func() {
-			if r := recover(); r != nil {
-				b.log.Error("handler panicked", "panic", r, "stack", string(debug.Stack()))
-			}
-		}()
-		f(ctx)
-	})
+	}()
+	f(ctx)
 }
 
 // selfID is the bot user's id as a session knows it once the gateway
@@ -260,6 +320,10 @@ func (b *Bot) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 	if m.Author == nil || m.GuildID == "" {
 		return
 	}
+	if !b.admit() {
+		return // stopping: the next start's catch-up finds the message
+	}
+	defer b.wg.Done()
 	self := selfID(s)
 	if self == "" || m.Author.ID == self || b.personas.own(m.WebhookID) {
 		return // callon never reacts to itself, nor to its members' parts
@@ -276,7 +340,7 @@ func (b *Bot) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 	if in.AuthorBot && b.botRequest(log, in, self) {
 		return
 	}
-	if b.route(b.ctx, log, in) == nil {
+	if b.route(b.work, log, in) == nil {
 		return
 	}
 	// Postgres may be restarting: keep trying in the background rather

@@ -25,7 +25,7 @@ func (b *Bot) onReady(s *discordgo.Session, r *discordgo.Ready) {
 	if count > 1 {
 		handles = func(guildID string) bool { return ShardOf(guildID, count) == shardID }
 	}
-	b.goWork(10*time.Minute, func(ctx context.Context) {
+	b.goBackground(10*time.Minute, func(ctx context.Context) {
 		n, err := b.svc.CatchUp(ctx, b, ready, handles)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -97,7 +97,7 @@ func (b *Bot) onThreadUpdate(_ *discordgo.Session, u *discordgo.ThreadUpdate) {
 		return
 	}
 	id := u.ID
-	b.goWork(time.Minute, func(ctx context.Context) {
+	b.goBackground(time.Minute, func(ctx context.Context) {
 		slept, err := b.svc.ThreadArchived(ctx, id)
 		switch {
 		case err != nil && ctx.Err() == nil:

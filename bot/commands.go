@@ -48,6 +48,14 @@ var (
 )
 
 func (b *Bot) onInteraction(_ *discordgo.Session, i *discordgo.InteractionCreate) {
+	if !b.admit() {
+		// Stopping: acknowledge nothing that would not be done.
+		if i.Type != discordgo.InteractionApplicationCommandAutocomplete {
+			b.respondEphemeral(i, "callon is restarting; please try again in a few seconds.")
+		}
+		return
+	}
+	defer b.wg.Done()
 	if fromBot(i) {
 		// A bot runs no command and clicks no button here, trusted or
 		// not: commands and buttons are where admin actions are.
@@ -116,7 +124,7 @@ func noMentions() *discordgo.MessageAllowedMentions {
 
 // respondEphemeral answers at once, visible only to the caller.
 func (b *Bot) respondEphemeral(i *discordgo.InteractionCreate, text string) {
-	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(b.work, 3*time.Second)
 	defer cancel()
 	err := b.s.InteractionRespond(i.Interaction, &discordgo.InteractionResponse{
 		Type: discordgo.InteractionResponseChannelMessageWithSource,
@@ -130,7 +138,7 @@ func (b *Bot) respondEphemeral(i *discordgo.InteractionCreate, text string) {
 // deferEphemeral acknowledges within Discord's 3 s; the answer follows
 // with editResponse.
 func (b *Bot) deferEphemeral(i *discordgo.InteractionCreate) error {
-	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(b.work, 3*time.Second)
 	defer cancel()
 	return b.s.InteractionRespond(i.Interaction, &discordgo.InteractionResponse{
 		Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,

@@ -55,7 +55,7 @@ func (b *Bot) respondChoices(i *discordgo.InteractionCreate, values []string) {
 			body.Data.Choices = append(body.Data.Choices, choice{Name: v, Value: v})
 		}
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(b.work, 3*time.Second)
 	defer cancel()
 	endpoint := discordgo.EndpointInteractionResponse(i.ID, i.Token)
 	if _, err := b.s.RequestWithBucketID(http.MethodPost, endpoint, body, endpoint, discordgo.WithContext(ctx)); err != nil {
@@ -96,7 +96,7 @@ func (b *Bot) completeCallon(i *discordgo.InteractionCreate) {
 		b.respondChoices(i, nil)
 		return
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, completeTimeout)
+	ctx, cancel := context.WithTimeout(b.work, completeTimeout)
 	defer cancel()
 	var names []string
 	if channelID, err := b.rosterChannel(ctx, i, i.ChannelID); err == nil {
@@ -122,7 +122,7 @@ func (b *Bot) completeRoles(i *discordgo.InteractionCreate) {
 		return
 	}
 	if f.Name == "tools" {
-		ctx, cancel := context.WithTimeout(b.ctx, completeTimeout)
+		ctx, cancel := context.WithTimeout(b.work, completeTimeout)
 		defer cancel()
 		b.respondChoices(i, completeListWith(typed(f), b.toolNames(ctx, i.GuildID), master.ParseToolList))
 		return
@@ -131,7 +131,7 @@ func (b *Bot) completeRoles(i *discordgo.InteractionCreate) {
 		b.respondChoices(i, nil)
 		return
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, completeTimeout)
+	ctx, cancel := context.WithTimeout(b.work, completeTimeout)
 	defer cancel()
 	channelID, err := b.rosterChannel(ctx, i, i.ChannelID)
 	if err != nil {

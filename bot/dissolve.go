@@ -73,7 +73,7 @@ func parseConfirm(id string) (session int64, user string, at time.Time, ok bool)
 
 // settle replaces a confirmation message's text and removes its buttons.
 func (b *Bot) settle(i *discordgo.InteractionCreate, text string) {
-	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(b.work, 3*time.Second)
 	defer cancel()
 	none := []discordgo.MessageComponent{}
 	if err := b.s.InteractionRespond(i.Interaction, &discordgo.InteractionResponse{
@@ -97,7 +97,7 @@ func (b *Bot) confirmDissolve(i *discordgo.InteractionCreate, id string) {
 		b.settle(i, "This confirmation has expired; run /dissolve again if you still want to end the team.")
 		return
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(b.work, 3*time.Second)
 	err := b.s.InteractionRespond(i.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate},
 		discordgo.WithContext(ctx))
 	cancel()

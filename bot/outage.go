@@ -66,7 +66,7 @@ func (b *Bot) retryRoute(s *discordgo.Session, log *slog.Logger, in master.Incom
 	// The turn is idempotent on its id, and turns are answered in message
 	// order whenever they are recorded. If the bot stops first, the
 	// catch-up at the next start finds the message.
-	b.goWork(0, func(ctx context.Context) {
+	b.goBackground(0, func(ctx context.Context) {
 		for n := 1; ; n++ {
 			t := time.NewTimer(proc.Backoff(n, time.Second, time.Minute))
 			select {
@@ -95,7 +95,7 @@ func (b *Bot) catchUpShard(shardID, count int) {
 		handles = func(guildID string) bool { return ShardOf(guildID, count) == shardID }
 	}
 	log := b.log.With("shard", shardID)
-	b.goWork(10*time.Minute, func(ctx context.Context) {
+	b.goBackground(10*time.Minute, func(ctx context.Context) {
 		n, err := b.svc.CatchUp(ctx, b, time.Now(), handles)
 		switch {
 		case err != nil && ctx.Err() == nil:

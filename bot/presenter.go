@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/callonbot/callon/bot/render"
+	"github.com/callonbot/callon/internal/proc"
 	"github.com/callonbot/callon/master"
 )
 
@@ -19,7 +20,12 @@ type PresenterConfig struct {
 	TypingEvery time.Duration // the typing indicator lasts about 10 s
 	Now         func() time.Time
 	Prices      master.Prices // for the cost a settled status message shows
-	Scope       master.Scope  // the sessions whose status this presenter shows
+	// Wake announces turns recorded: with it, a presenter that has no
+	// turn to show sleeps until one comes (or Idle passes) instead of
+	// looking every Tick.
+	Wake  <-chan string
+	Idle  time.Duration // proc.IdlePoll by default
+	Scope master.Scope  // the sessions whose status this presenter shows
 }
 
 // settleAnyway is how long a status message waits for a reply that may
@@ -62,27 +68,41 @@ func NewPresenter(cfg PresenterConfig, store StatusStore, out master.Messenger, 
 	cfg.Tick = cmp.Or(cfg.Tick, time.Second)
 	cfg.MinEdit = cmp.Or(cfg.MinEdit, 2*time.Second)
 	cfg.TypingEvery = cmp.Or(cfg.TypingEvery, 8*time.Second)
+	cfg.Idle = cmp.Or(cfg.Idle, proc.IdlePoll)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	return &Presenter{cfg: cfg, store: store, out: out, log: logger.With("component", "status"), shown: make(map[int64]shown)}
 }
 
-// Run updates status messages until ctx ends.
+// Run updates status messages until ctx ends: every Tick while turns
+// are at work or unsettled. With nothing to show and a Wake, it sleeps
+// until a turn is recorded, then looks a Tick later (a turn answered
+// within a Tick gets no status message: it needs none).
 func (p *Presenter) Run(ctx context.Context) error {
-	t := time.NewTicker(p.cfg.Tick)
-	defer t.Stop()
+	busy := true
 	for {
+		wait, wake := p.cfg.Tick, (<-chan string)(nil)
+		if !busy && p.cfg.Wake != nil {
+			wait, wake = p.cfg.Idle, p.cfg.Wake
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
+		case <-wake:
+			busy = true // look a Tick from now
 		case <-t.C:
-			p.tick(ctx)
+			busy = p.tick(ctx)
 		}
+		t.Stop()
 	}
 }
 
-func (p *Presenter) tick(ctx context.Context) {
+// tick shows every active turn's status; it reports whether there was
+// any to show (or it could not tell).
+func (p *Presenter) tick(ctx context.Context) bool {
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	turns, err := p.store.ActiveTurns(qctx, p.cfg.Scope)
 	cancel()
@@ -90,7 +110,7 @@ func (p *Presenter) tick(ctx context.Context) {
 		if ctx.Err() == nil {
 			p.log.Warn("list active turns", "err", err)
 		}
-		return
+		return true
 	}
 	seen := make(map[int64]bool, len(turns))
 	for _, ts := range turns {
@@ -102,6 +122,7 @@ func (p *Presenter) tick(ctx context.Context) {
 			delete(p.shown, id)
 		}
 	}
+	return len(turns) > 0
 }
 
 func (p *Presenter) show(ctx context.Context, ts master.TurnStatus) {

@@ -49,7 +49,7 @@ func (b *Bot) showRoleForm(i *discordgo.InteractionCreate, sub *discordgo.Applic
 		}}}
 	}
 	title := master.Truncate("Role "+strings.ToLower(strings.TrimSpace(r.Name)), 45)
-	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(b.work, 3*time.Second)
 	defer cancel()
 	err := b.s.InteractionRespond(i.Interaction, &discordgo.InteractionResponse{
 		Type: discordgo.InteractionResponseModal,

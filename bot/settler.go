@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/callonbot/callon/bot/render"
@@ -24,8 +25,11 @@ type SettleStore interface {
 
 // SettlerConfig tunes a Settler.
 type SettlerConfig struct {
-	// Poll is how often decided requests are looked for.
+	// Poll is how often decided requests are looked for (IdlePoll with
+	// Wake, else 2 s).
 	Poll time.Duration
+	// Wake announces requests decided, expired or cancelled.
+	Wake <-chan string
 	// Grace leaves a request just decided by a click to the click's own
 	// answer, which edits the message at once.
 	Grace time.Duration
@@ -42,11 +46,12 @@ type Settler struct {
 	store SettleStore
 	out   master.Messenger
 	log   *slog.Logger
+	soon  proc.Due // a decision just woken for, once its grace is over
 }
 
 // NewSettler returns a settler; Run starts it.
 func NewSettler(cfg SettlerConfig, store SettleStore, out master.Messenger, logger *slog.Logger) *Settler {
-	cfg.Poll = cmp.Or(cfg.Poll, 2*time.Second)
+	cfg.Poll = proc.PollFor(cfg.Poll, cfg.Wake, 2*time.Second)
 	cfg.Grace = cmp.Or(cfg.Grace, 2*time.Second)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -60,7 +65,29 @@ const settleBatch = 20
 // Run edits the message of every decided request that still shows its
 // buttons, until ctx ends.
 func (a *Settler) Run(ctx context.Context) error {
-	proc.Drain(ctx, a.settle, settleBatch, a.cfg.Poll, nil, a.log, "settle approvals")
+	// A wake announces a decision that the click's own answer is given
+	// Grace to show: look once that is over.
+	var wake chan string
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if a.cfg.Wake != nil {
+		wake = make(chan string, 1)
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-a.cfg.Wake:
+					a.soon.Set(time.Now().Add(a.cfg.Grace + 100*time.Millisecond))
+					select {
+					case wake <- "":
+					default:
+					}
+				}
+			}
+		})
+	}
+	proc.Drain(ctx, a.settle, settleBatch, a.cfg.Poll, wake, &a.soon, a.log, "settle approvals")
 	return nil
 }
 

@@ -21,7 +21,7 @@ func (b *Bot) botRequest(log *slog.Logger, in master.Incoming, self string) bool
 	if !ok {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(b.work, 10*time.Second)
 	defer cancel()
 	if _, err := b.store.ActiveSession(ctx, in.ChannelID); err == nil {
 		return false // a trusted bot talking to a team

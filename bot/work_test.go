@@ -7,37 +7,70 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
-// Gateway handlers that start work while the bot stops neither race with
-// the wait for its work (run with -race) nor start anything once it is
-// waited for.
-func TestNoWorkStartsOnceStopping(t *testing.T) {
+func stoppableBot(grace time.Duration) (*Bot, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Bot{ctx: ctx, cfg: Config{ShutdownGrace: grace}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	b.work, b.stopAll = context.WithCancel(context.WithoutCancel(ctx))
+	return b, cancel
+}
+
+// Handlers admitted before the bot stops have their work run to the end
+// and waited for, however late they start it, with a context the stop
+// does not cancel; none is admitted once the bot stops (run with -race:
+// the admissions do not race with the wait).
+func TestStopWaitsForAdmittedWork(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(t.Context())
-	b := &Bot{ctx: ctx, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	var ran, late atomic.Int64
-	var stopped atomic.Bool
+	b, cancel := stoppableBot(time.Hour)
+	var admitted, ran atomic.Int64
 	var handlers sync.WaitGroup
 	for range 8 {
 		handlers.Go(func() {
 			for range 200 {
-				b.goWork(0, func(context.Context) {
-					ran.Add(1)
-					if stopped.Load() {
-						late.Add(1)
+				if !b.admit() {
+					continue
+				}
+				admitted.Add(1)
+				b.goWork(0, func(ctx context.Context) {
+					if ctx.Err() == nil {
+						ran.Add(1)
 					}
 				})
+				b.wg.Done()
 			}
 		})
 	}
 	cancel()
 	b.stopWork()
-	stopped.Store(true)
+	if ran.Load() != admitted.Load() {
+		t.Errorf("%d handlers admitted, the work of %d ran to the end", admitted.Load(), ran.Load())
+	}
 	handlers.Wait()
-	b.goWork(0, func(context.Context) { late.Add(1) })
-	b.wg.Wait()
-	if late.Load() != 0 {
-		t.Errorf("%d pieces of work ran after the bot stopped (of %d)", late.Load(), ran.Load())
+	if b.admit() {
+		t.Error("a handler was admitted after the bot stopped")
+	}
+	b.goBackground(0, func(context.Context) { t.Error("background work started after the bot stopped") })
+}
+
+// Work that outlasts the shutdown grace is cancelled, and the stop waits
+// until it has returned.
+func TestStopCancelsWorkPastTheGrace(t *testing.T) {
+	t.Parallel()
+	b, cancel := stoppableBot(time.Millisecond)
+	var returned atomic.Bool
+	if !b.admit() {
+		t.Fatal("not admitted")
+	}
+	b.goWork(0, func(ctx context.Context) {
+		<-ctx.Done()
+		returned.Store(true)
+	})
+	b.wg.Done()
+	cancel()
+	b.stopWork()
+	if !returned.Load() {
+		t.Error("stopWork returned before the work it cancelled")
 	}
 }

@@ -28,7 +28,7 @@ const (
 	DefaultMaxTasks        = 6
 	DefaultTaskTimeout     = 5 * time.Minute
 	DefaultTaskLease       = 30 * time.Second
-	DefaultSweepInterval   = time.Second
+	DefaultSweepInterval   = 5 * time.Second
 	DefaultMaxAttempts     = 3
 	DefaultWorkerSlots     = 16 // a slot waits on the network: a full team fans out in one wave
 	DefaultLLMConcurrency  = 8

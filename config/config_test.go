@@ -32,7 +32,7 @@ func TestDefaults(t *testing.T) {
 		{"LogFormat", c.LogFormat, "text"},
 		{"TaskLease", c.Limits.TaskLease, 30 * time.Second},
 		{"Heartbeat", c.Limits.Heartbeat(), 10 * time.Second},
-		{"SweepInterval", c.Limits.SweepInterval, time.Second},
+		{"SweepInterval", c.Limits.SweepInterval, 5 * time.Second},
 		{"MaxRounds", c.Limits.MaxRounds, config.DefaultMaxRounds},
 		{"MaxWorkers", c.Limits.MaxWorkers, config.DefaultMaxWorkers},
 		{"TaskTimeout", c.Limits.TaskTimeout, config.DefaultTaskTimeout},

@@ -95,6 +95,10 @@ func (w *world) OpenTurn(context.Context, int64) (master.Turn, error) {
 	return w.turn, nil
 }
 
+func (w *world) StartTurn(ctx context.Context, sessionID int64, _ string, _ time.Duration) (master.Turn, error) {
+	return w.OpenTurn(ctx, sessionID)
+}
+
 func (w *world) TurnReads(_ context.Context, _, _ int64, historyLimit int) (master.TurnReads, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -110,7 +114,7 @@ func (w *world) TurnReads(_ context.Context, _, _ int64, historyLimit int) (mast
 
 // Finish ends the turn; the orchestrator's next call tells apologies
 // from answers (see ended).
-func (w *world) Finish(_ context.Context, _ master.Guard, f master.Finish) error {
+func (w *world) FinishTurn(_ context.Context, _ master.Guard, f master.Finish) (bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	kind := actReply
@@ -119,7 +123,7 @@ func (w *world) Finish(_ context.Context, _ master.Guard, f master.Finish) error
 	}
 	w.end = &Ending{Kind: kind, Text: strings.Join(f.Parts, "\n")}
 	w.turn.State = f.State
-	return nil
+	return false, nil
 }
 
 func (w *world) FailTurn(context.Context, master.Guard, time.Duration) (int, error) {

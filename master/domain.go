@@ -202,6 +202,10 @@ type Task struct {
 	CreatedAt   time.Time
 	StartedAt   time.Time // zero until first claimed
 	EndedAt     time.Time // zero until terminal
+	// Input, when set, is the task's input read with its claim (a first
+	// attempt that depends on no task and was handed no file: all of its
+	// input fits the claim's round trip).
+	Input *TaskInput
 }
 
 // QA is a worker's question and the answer it got.

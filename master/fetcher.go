@@ -54,7 +54,7 @@ type FetcherConfig struct {
 	Lease       time.Duration // how long a claimed file is ours (1 min)
 	Timeout     time.Duration // one download (30 s)
 	MaxAttempts int           // downloads of one file before it fails (3)
-	Poll        time.Duration // fallback when no wake-up comes (2 s)
+	Poll        time.Duration // fallback when no wake-up comes (proc.IdlePoll with Wake, else 2 s)
 	Wake        <-chan string
 }
 
@@ -67,6 +67,7 @@ type Fetcher struct {
 	store AttachmentStore
 	dl    Downloader
 	log   *slog.Logger
+	soon  proc.Due // the next retry it put off
 }
 
 // NewFetcher returns the fetcher; Run starts it.
@@ -76,13 +77,13 @@ func NewFetcher(cfg FetcherConfig, store AttachmentStore, dl Downloader, logger 
 	cfg.Lease = cmp.Or(cfg.Lease, time.Minute)
 	cfg.Timeout = min(cmp.Or(cfg.Timeout, 30*time.Second), cfg.Lease/2)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 3)
-	cfg.Poll = cmp.Or(cfg.Poll, 2*time.Second)
+	cfg.Poll = proc.PollFor(cfg.Poll, cfg.Wake, 2*time.Second)
 	return &Fetcher{cfg: cfg, store: store, dl: dl, log: logger.With("component", "fetcher")}
 }
 
 // Run downloads pending files until ctx ends.
 func (f *Fetcher) Run(ctx context.Context) error {
-	proc.Drain(ctx, f.Flush, f.cfg.Batch, f.cfg.Poll, f.cfg.Wake, f.log, "claim attachments")
+	proc.Drain(ctx, f.Flush, f.cfg.Batch, f.cfg.Poll, f.cfg.Wake, &f.soon, f.log, "claim attachments")
 	return nil
 }
 
@@ -129,6 +130,8 @@ func (f *Fetcher) fetch(ctx context.Context, a Attachment) {
 		log.Warn("save attachment", "err", err)
 	} else if err == nil && r.State != AttachmentPending {
 		log.Debug("attachment resolved", "state", r.State, "size", r.Size, "note", r.Note)
+	} else if err == nil && r.RetryIn > 0 {
+		f.soon.Set(time.Now().Add(r.RetryIn))
 	}
 }
 

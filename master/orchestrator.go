@@ -31,7 +31,9 @@ type OrchestratorConfig struct {
 	// against the budgets while it runs; DefaultMaxOutput when zero.
 	MaxOutput int
 	Lease     time.Duration
-	Poll      time.Duration // fallback poll when no wake-up comes
+	// Poll is the fallback when no wake-up comes (proc.IdlePoll with Wake,
+	// else 2 s); a failed step's retry is waited for with a timer.
+	Poll time.Duration
 	// A decision that fails (its model cannot be reached, or a step
 	// fails) is retried up to Retries times, with backoff (from
 	// RetryDelay, doubling, for an unreachable model), before the turn
@@ -89,7 +91,7 @@ func (c OrchestratorConfig) withDefaults() OrchestratorConfig {
 	c.MaxRoles = cmp.Or(c.MaxRoles, 8)
 	c.History = cmp.Or(c.History, 12)
 	c.Lease = cmp.Or(c.Lease, 30*time.Second)
-	c.Poll = cmp.Or(c.Poll, 2*time.Second)
+	c.Poll = proc.PollFor(c.Poll, c.Wake, 2*time.Second)
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
 	c.RetryDelay = cmp.Or(c.RetryDelay, 30*time.Second)
 	c.MaxCalls = cmp.Or(c.MaxCalls, DefaultMaxCalls)
@@ -117,13 +119,18 @@ type OrchestratorStore interface {
 	// OpenTurn returns the session's oldest queued or running turn,
 	// starting it (queued → running) if needed; ErrNotFound when none.
 	OpenTurn(ctx context.Context, sessionID int64) (Turn, error)
+	// StartTurn is AcquireMaster then OpenTurn in one round trip;
+	// ErrNotFound when the lease is another's or there is no turn (the
+	// lease may be taken all the same).
+	StartTurn(ctx context.Context, sessionID int64, owner string, lease time.Duration) (Turn, error)
 	// TurnReads reads what a decision on the session's turn needs (see
 	// TurnReads), in one round trip; ErrNotFound when the session does
 	// not exist.
 	TurnReads(ctx context.Context, sessionID, turnID int64, historyLimit int) (TurnReads, error)
-	// Finish ends the guarded turn: it writes the outbox parts and moves
-	// the turn to state (done, or waiting for a question).
-	Finish(ctx context.Context, g Guard, f Finish) error
+	// FinishTurn ends the guarded turn: it writes the outbox parts and
+	// moves the turn to state (done, or waiting for a question). It
+	// reports whether another turn of the session is queued.
+	FinishTurn(ctx context.Context, g Guard, f Finish) (next bool, err error)
 	// FailTurn counts a failed decision on the guarded turn (any round)
 	// and puts its next one off by retryIn; it returns the count.
 	FailTurn(ctx context.Context, g Guard, retryIn time.Duration) (int, error)
@@ -164,8 +171,10 @@ type Orchestrator struct {
 
 	mu      sync.Mutex
 	running map[int64]bool       // sessions stepped by this process now
+	missed  map[int64]bool       // sessions found pending while stepped here: look again after
+	settled map[int64]bool       // sessions whose turn just finished with none queued after it
 	backoff map[int64]retryState // sessions whose last step failed
-	done    chan struct{}        // a step ended: look again
+	done    chan struct{}        // a step ended with more to do: look again
 	texted  map[string]bool      // models that answered in text: told once
 }
 
@@ -187,6 +196,8 @@ func NewOrchestrator(cfg OrchestratorConfig, store OrchestratorStore, llm LLM, l
 		meter:   Meter{Store: store, LLM: llm, MaxOutput: cfg.MaxOutput, Log: log},
 		log:     log,
 		running: make(map[int64]bool),
+		missed:  make(map[int64]bool),
+		settled: make(map[int64]bool),
 		backoff: make(map[int64]retryState),
 		done:    make(chan struct{}, 1),
 		texted:  make(map[string]bool),
@@ -231,9 +242,10 @@ func (o *Orchestrator) pending(ctx context.Context) ([]int64, error) {
 	return o.store.PendingSessions(ctx, o.cfg.Scope, o.cfg.Owner)
 }
 
-// wait returns on a wake-up, a finished step, or the jittered poll.
+// wait returns on a wake-up, a step that ended with more to do, the end
+// of a failed session's rest, or the jittered poll.
 func (o *Orchestrator) wait(ctx context.Context) error {
-	poll := time.NewTimer(proc.Jitter(o.cfg.Poll))
+	poll := time.NewTimer(o.nextLook())
 	defer poll.Stop()
 	select {
 	case <-ctx.Done():
@@ -245,27 +257,52 @@ func (o *Orchestrator) wait(ctx context.Context) error {
 	return nil
 }
 
+// nextLook is how long to wait before looking for pending sessions
+// without a wake: the jittered poll, or less when a failed session's
+// rest ends sooner.
+func (o *Orchestrator) nextLook() time.Duration {
+	wait := proc.Jitter(o.cfg.Poll)
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range o.backoff {
+		if r.until.After(now) {
+			wait = min(wait, r.until.Sub(now)+time.Millisecond)
+		}
+	}
+	return wait
+}
+
 // claimLocal marks a session as stepped by this process, unless it is
-// already or its last step failed a moment ago.
+// already (then it is looked at again once that step ends) or its last
+// step failed a moment ago.
 func (o *Orchestrator) claimLocal(id int64) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.running[id] || time.Now().Before(o.backoff[id].until) {
+	if o.running[id] {
+		o.missed[id] = true
+		return false
+	}
+	if time.Now().Before(o.backoff[id].until) {
 		return false
 	}
 	o.running[id] = true
 	return true
 }
 
-// backOff records a failed step of a session and returns how long it
-// rests before the next one.
+// backOff records a failed step of a session, which then rests a while,
+// and has Run set its timer for the end of the rest.
 func (o *Orchestrator) backOff(id int64, wait time.Duration) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	r := o.backoff[id]
 	r.failures++
 	r.until = time.Now().Add(max(wait, proc.Backoff(r.failures, time.Second, time.Minute)))
 	o.backoff[id] = r
+	o.mu.Unlock()
+	select {
+	case o.done <- struct{}{}:
+	default:
+	}
 }
 
 // recovered forgets a session's failed steps.
@@ -275,10 +312,18 @@ func (o *Orchestrator) recovered(id int64) {
 	o.mu.Unlock()
 }
 
+// releaseLocal ends this process's step of a session; if the session
+// was found pending meanwhile, or the step stopped at its bound, the
+// pending sessions are looked at again at once.
 func (o *Orchestrator) releaseLocal(id int64) {
 	o.mu.Lock()
+	again := o.missed[id]
 	delete(o.running, id)
+	delete(o.missed, id)
 	o.mu.Unlock()
+	if !again {
+		return
+	}
 	select {
 	case o.done <- struct{}{}:
 	default:
@@ -302,27 +347,39 @@ func (o *Orchestrator) Step(ctx context.Context, sessionID int64) bool {
 // when the lease was not to be had.
 func (o *Orchestrator) step(ctx context.Context, sessionID int64) bool {
 	log := o.log.With("session_id", sessionID)
-	ok, err := o.store.AcquireMaster(ctx, sessionID, o.cfg.Owner, o.cfg.Lease)
-	if err != nil || !ok {
-		if err != nil && ctx.Err() == nil {
-			log.Warn("acquire master lease", "err", err)
-		}
-		return false
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go o.keepLease(ctx, cancel, sessionID)
-	defer func() {
+	release := func() {
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer rcancel()
 		if err := o.store.ReleaseMaster(rctx, sessionID, o.cfg.Owner); err != nil {
 			log.Warn("release master lease", "err", err)
 		}
-	}()
+	}
+	o.mu.Lock()
+	delete(o.settled, sessionID) // of an earlier step's last turn
+	o.mu.Unlock()
+	// The lease and the turn in one round trip.
+	first, err := o.store.StartTurn(ctx, sessionID, o.cfg.Owner, o.cfg.Lease)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		release() // no turn to open, or the lease is another's (then this changes nothing)
+		return false
+	case err != nil:
+		if ctx.Err() == nil {
+			log.Warn("start a master step", "err", err)
+		}
+		o.backOff(sessionID, 0)
+		return false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go o.keepLease(ctx, cancel, sessionID)
+	defer release()
 	// A turn that ends lets the next queued one start; bound the loop
 	// so one busy session cannot starve the others.
+	opened := &first
 	for range 8 {
-		turn, progressed, err := o.advance(ctx, sessionID)
+		turn, progressed, err := o.advance(ctx, sessionID, opened)
+		opened = nil
 		if err != nil {
 			o.failed(ctx, sessionID, turn, err)
 			return true
@@ -332,6 +389,9 @@ func (o *Orchestrator) step(ctx context.Context, sessionID int64) bool {
 			return true
 		}
 	}
+	o.mu.Lock()
+	o.missed[sessionID] = true // there may be more: look again once released
+	o.mu.Unlock()
 	return true
 }
 
@@ -435,16 +495,23 @@ func (o *Orchestrator) keepLease(ctx context.Context, cancel context.CancelFunc,
 	}
 }
 
-// advance makes one decision for the session's open turn, if it needs
-// one. It returns the turn it looked at (nil if none) and whether
-// anything changed.
-func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, bool, error) {
-	turn, err := o.store.OpenTurn(ctx, sessionID)
-	if errors.Is(err, ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("open turn: %w", err)
+// advance makes one decision for the session's open turn (opened, when
+// the step has opened it already), if it needs one. It returns the turn
+// it looked at (nil if none) and whether it may go on: false when nothing
+// changed, or the turn ended with none queued after it.
+func (o *Orchestrator) advance(ctx context.Context, sessionID int64, opened *Turn) (*Turn, bool, error) {
+	var turn Turn
+	if opened != nil {
+		turn = *opened
+	} else {
+		var err error
+		turn, err = o.store.OpenTurn(ctx, sessionID)
+		if errors.Is(err, ErrNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("open turn: %w", err)
+		}
 	}
 	if time.Now().Before(turn.NotBefore) {
 		return &turn, false, nil // a failed decision waits for its retry
@@ -488,14 +555,19 @@ func (o *Orchestrator) advance(ctx context.Context, sessionID int64) (*Turn, boo
 		o.cfg.Metrics.LimitHit(LimitRounds)
 	}
 	g := Guard{SessionID: sessionID, TurnID: turn.ID, Round: turn.Round, Owner: o.cfg.Owner}
-	var opened bool
-	if err := o.decide(ctx, g, tc, &opened); err != nil || opened {
+	var round bool
+	if err := o.decide(ctx, g, tc, &round); err != nil || round {
 		// A round just opened (tasks delegated, or a worker answered) has
 		// nothing to decide until its tasks end: the step stops here, and
 		// the tasks' outcomes wake the session again.
-		return &turn, !opened, err
+		return &turn, !round, err
 	}
-	return &turn, true, nil
+	// A turn that ended with no other queued: nothing to open.
+	o.mu.Lock()
+	last := o.settled[sessionID]
+	delete(o.settled, sessionID)
+	o.mu.Unlock()
+	return &turn, !last, nil
 }
 
 // chat is the only way the orchestrator calls its model. Each call goes
@@ -775,10 +847,24 @@ func (o *Orchestrator) finish(ctx context.Context, g Guard, kind OutKind, state 
 	if len(parts) == 0 {
 		parts = []string{"(no answer)"}
 	}
-	if err := o.store.Finish(ctx, g, Finish{Kind: kind, State: state, Parts: parts}); err != nil {
+	return o.post(ctx, g, Finish{Kind: kind, State: state, Parts: parts}, usage)
+}
+
+// post ends the turn with f (FinishTurn, one statement) and, when no
+// other turn of the session is queued, notes that the step has nothing
+// more to open. attrs are logged with it.
+func (o *Orchestrator) post(ctx context.Context, g Guard, f Finish, usage Usage, attrs ...any) error {
+	next, err := o.store.FinishTurn(ctx, g, f)
+	if err != nil {
 		return fmt.Errorf("finish turn: %w", err)
 	}
-	o.log.Info("turn answered", "session_id", g.SessionID, "turn_id", g.TurnID, "kind", kind, "parts", len(parts), "tokens", usage.Total())
+	if !next {
+		o.mu.Lock()
+		o.settled[g.SessionID] = true
+		o.mu.Unlock()
+	}
+	o.log.Info("turn answered", append([]any{"session_id", g.SessionID, "turn_id", g.TurnID, "kind", f.Kind, "parts", len(f.Parts),
+		"tokens", usage.Total()}, attrs...)...)
 	return nil
 }
 

@@ -22,6 +22,7 @@ type orchFake struct {
 	atts   []Attachment
 	log    []string
 	reads  int // TurnReads calls
+	opens  int // OpenTurn calls, StartTurn's included
 
 	FinishFunc      func(f Finish) error
 	CountMasterFunc func(n int) error
@@ -39,6 +40,7 @@ func (f *orchFake) TurnReads(context.Context, int64, int64, int) (TurnReads, err
 	return TurnReads{Tasks: f.tasks, Attachments: f.atts, Session: f.sess, Roster: f.roster}, nil
 }
 func (f *orchFake) OpenTurn(context.Context, int64) (Turn, error) {
+	f.opens++
 	if f.turn.State != TurnRunning {
 		return Turn{}, ErrNotFound
 	}
@@ -49,16 +51,19 @@ func (f *orchFake) AcquireMaster(context.Context, int64, string, time.Duration) 
 	return true, nil
 }
 func (f *orchFake) ReleaseMaster(context.Context, int64, string) error { return nil }
-func (f *orchFake) Finish(_ context.Context, _ Guard, fin Finish) error {
+func (f *orchFake) StartTurn(ctx context.Context, sessionID int64, _ string, _ time.Duration) (Turn, error) {
+	return f.OpenTurn(ctx, sessionID)
+}
+func (f *orchFake) FinishTurn(_ context.Context, _ Guard, fin Finish) (bool, error) {
 	if f.FinishFunc != nil {
 		if err := f.FinishFunc(fin); err != nil {
 			f.note("finish failed")
-			return err
+			return false, err
 		}
 	}
 	f.note("finish %s %s: %s", fin.Kind, fin.State, strings.Join(fin.Parts, "|"))
 	f.turn.State = fin.State
-	return nil
+	return false, nil
 }
 func (f *orchFake) FailTurn(_ context.Context, _ Guard, retryIn time.Duration) (int, error) {
 	if f.FailTurnFunc != nil {

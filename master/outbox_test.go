@@ -18,8 +18,11 @@ type outboxFake struct {
 	log []string
 
 	ClaimOutboxFunc func(n int) []OutMessage
+	ProbeOutboxFunc func() (OutMessage, bool)
 	SendFunc        func(m OutMessage) (string, error)
 	FindFunc        func(m OutMessage) (string, error)
+
+	retryIn []time.Duration // of every MarkUnsent that was not permanent
 }
 
 func (f *outboxFake) note(format string, args ...any) {
@@ -40,8 +43,26 @@ func (f *outboxFake) MarkUnsent(_ context.Context, id int64, reason string, retr
 		f.note("gave up %d", id)
 	} else {
 		f.note("retry %d", id)
+		f.mu.Lock()
+		f.retryIn = append(f.retryIn, retryIn)
+		f.mu.Unlock()
 	}
 	return nil
+}
+func (f *outboxFake) ProbeOutbox(context.Context, Scope, string, time.Duration) (OutMessage, bool, error) {
+	if f.ProbeOutboxFunc == nil {
+		return OutMessage{}, false, nil
+	}
+	m, ok := f.ProbeOutboxFunc()
+	if ok {
+		f.note("probe %d", m.ID)
+	}
+	return m, ok, nil
+}
+func (f *outboxFake) ReleaseClaims(context.Context, string) error { return nil }
+func (f *outboxFake) ShortenWaits(context.Context, time.Duration) (int, error) {
+	f.note("shorten waits")
+	return 0, nil
 }
 func (f *outboxFake) ReleaseOutbox(_ context.Context, m OutMessage) error {
 	f.note("released %d", m.ID)
@@ -164,5 +185,63 @@ func TestOutboxShutdownGivesBackUntried(t *testing.T) {
 	d.Flush(ctx)
 	if got, want := strings.Join(f.log, "; "), "send 1; released 2; released 1"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// However many times a message failed, its next try is at most
+// MaxRetryDelay (30 s by default) away: a message is never much longer
+// than that behind a Discord that answers again.
+func TestOutboxRetryDelayIsCapped(t *testing.T) {
+	t.Parallel()
+	f := &outboxFake{SendFunc: func(OutMessage) (string, error) { return "", errors.New("503 Service Unavailable") }}
+	f.ClaimOutboxFunc = func(int) []OutMessage {
+		return []OutMessage{{ID: 1, ChannelID: "c", Attempts: 200, CreatedAt: time.Now()}}
+	}
+	d := NewOutbox(OutboxConfig{Owner: "p1"}, f, f, slog.New(slog.DiscardHandler))
+	if _, err := d.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.retryIn) != 1 || f.retryIn[0] > 30*time.Second {
+		t.Errorf("retry delays %v, want one of at most 30s", f.retryIn)
+	}
+}
+
+// A failed send makes the outbox probe: one message per pass, whatever
+// else waits; the probe Discord answers ends the probing, shortens every
+// wait and lets a batch go at once.
+func TestOutboxProbesWhileSendsFail(t *testing.T) {
+	t.Parallel()
+	down := true
+	f := &outboxFake{}
+	f.SendFunc = func(m OutMessage) (string, error) {
+		if down {
+			return "", errors.New("503 Service Unavailable")
+		}
+		return fmt.Sprint("d", m.ID), nil
+	}
+	f.ClaimOutboxFunc = func(int) []OutMessage {
+		return []OutMessage{{ID: 1, ChannelID: "a", CreatedAt: time.Now()}, {ID: 2, ChannelID: "a", CreatedAt: time.Now()}}
+	}
+	f.ProbeOutboxFunc = func() (OutMessage, bool) { return OutMessage{ID: 1, ChannelID: "a", CreatedAt: time.Now()}, true }
+	d := NewOutbox(OutboxConfig{Owner: "p1"}, f, f, slog.New(slog.DiscardHandler))
+	for range 2 {
+		if _, err := d.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !d.Probing() {
+		t.Error("not probing after failed sends")
+	}
+	down = false
+	f.ClaimOutboxFunc = func(int) []OutMessage { return []OutMessage{{ID: 2, ChannelID: "a", CreatedAt: time.Now()}} }
+	if _, err := d.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want := "send 1; retry 1; released 2; probe 1; send 1; retry 1; probe 1; send 1; sent 1 as d1; shorten waits; send 2; sent 2 as d2"
+	if got := strings.Join(f.log, "; "); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if d.Probing() {
+		t.Error("still probing once Discord answered")
 	}
 }

@@ -59,11 +59,9 @@ func (o *Orchestrator) reply(ctx context.Context, g Guard, tc turnContext, text 
 		return o.end(ctx, g, tc.turn, OutcomeReply, text+exchangeText(exchange), usage)
 	}
 	parts, personas := personaParts(tc.session, tc.roster, text, exchange)
-	if err := o.store.Finish(ctx, g, Finish{Kind: OutReply, State: TurnDone, Parts: parts, Personas: personas}); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
+	if err := o.post(ctx, g, Finish{Kind: OutReply, State: TurnDone, Parts: parts, Personas: personas}, usage, "personas", len(exchange)); err != nil {
+		return err
 	}
-	o.log.Info("turn answered", "session_id", g.SessionID, "turn_id", g.TurnID, "kind", OutReply, "parts", len(parts),
-		"personas", len(exchange), "tokens", usage.Total())
 	o.cfg.Metrics.TurnEnded(OutcomeReply, time.Since(tc.turn.CreatedAt))
 	return nil
 }

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,34 @@ func TestReplyExchange(t *testing.T) {
 		if tool.Name == ToolReply && strings.Contains(string(tool.Parameters), "exchange") {
 			t.Error("reply offers an exchange to a team without personas")
 		}
+	}
+}
+
+// A reply presented as an exchange ends the turn like any reply: one
+// FinishTurn, each part with its persona; with no other turn queued, the
+// step ends there instead of opening the turn again.
+func TestPersonaReplyEndsTheStep(t *testing.T) {
+	t.Parallel()
+	f := &orchFake{turn: Turn{ID: 7, SessionID: 1, State: TurnRunning}, roster: DefaultRoles(),
+		sess: Session{ID: 1, ChannelID: "c1", Features: Features{Personas: true, Review: ReviewOff}}}
+	var personas []*Persona
+	f.FinishFunc = func(fin Finish) error {
+		personas = fin.Personas
+		return nil
+	}
+	llm := &scriptLLM{replies: []func() (ChatResponse, error){
+		call("reply", `{"text":"Here it is.","exchange":[{"member":"writer","text":"My part."}]}`)}}
+	o := NewOrchestrator(OrchestratorConfig{Owner: "p", Model: "m", Retries: 3}, f, llm, slog.New(slog.DiscardHandler))
+	if !o.Step(t.Context(), 1) {
+		t.Fatal("the step did not run")
+	}
+	if want := "finish reply done: Here it is.|My part."; len(f.log) != 1 || f.log[0] != want {
+		t.Fatalf("log = %q, want %q", f.log, want)
+	}
+	if len(personas) != 2 || personas[0] != nil || personas[1] == nil || personas[1].Role != "writer" || personas[1].Parent != "c1" {
+		t.Errorf("personas = %+v, want callon's voice, then the writer's in c1", personas)
+	}
+	if f.opens != 1 {
+		t.Errorf("the turn was opened %d times, want once: nothing is queued after it", f.opens)
 	}
 }

@@ -32,6 +32,9 @@ type SessionStore interface {
 	// the teams it started included.
 	BotTurns(ctx context.Context, guildID, botID string) (int, error)
 	SessionFinder
+	// ActiveSessionAccess returns the active session of a thread and its
+	// guild's allow lists (in one round trip), or ErrNotFound.
+	ActiveSessionAccess(ctx context.Context, threadID string) (Session, Access, error)
 	// CatchUpPoints lists every awake active session of a thread with where
 	// its thread's catch-up starts.
 	CatchUpPoints(ctx context.Context) ([]CatchUpPoint, error)
@@ -328,16 +331,12 @@ func (s *Service) HandleMessage(ctx context.Context, m Incoming) (Turn, error) {
 	if m.FromSelf || m.empty() {
 		return Turn{}, nil
 	}
-	sess, err := s.store.ActiveSession(ctx, m.ChannelID)
+	sess, acc, err := s.store.ActiveSessionAccess(ctx, m.ChannelID)
 	if errors.Is(err, ErrNotFound) {
 		return Turn{}, nil
 	}
 	if err != nil {
 		return Turn{}, fmt.Errorf("find session: %w", err)
-	}
-	acc, err := s.store.Access(ctx, m.GuildID)
-	if err != nil {
-		return Turn{}, fmt.Errorf("access: %w", err)
 	}
 	if m.AuthorBot && !s.trustedByConfig(m.GuildID, m.AuthorID) && !acc.Trusts(m.AuthorID) {
 		return Turn{}, nil

@@ -131,7 +131,7 @@ func NewWebhookSender(cfg WebhookSenderConfig, store WebhookStore, post Poster, 
 
 // Run delivers due events until ctx ends.
 func (s *WebhookSender) Run(ctx context.Context) error {
-	proc.Drain(ctx, s.Flush, s.cfg.Batch, s.cfg.Poll, s.cfg.Wake, s.log, "claim webhook events")
+	proc.Drain(ctx, s.Flush, s.cfg.Batch, s.cfg.Poll, s.cfg.Wake, nil, s.log, "claim webhook events")
 	return nil
 }
 

@@ -2,60 +2,37 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/callonbot/callon/master"
 )
 
-// messenger is the Discord the dispatcher posts to: it fails now and
-// then, and records every message it posted by nonce, so a message
-// posted twice is seen.
-type messenger struct {
-	mu       sync.Mutex
-	rng      *rand.Rand
-	failures bool // inject failures; off while the sequence settles
-	seen     map[string]string
-	twice    []string
-	next     int
+// watchTransitions installs triggers in the sequence's database that
+// record, as they happen, transitions the checks must see at once rather
+// than after the event (by then the turn that started out of order may
+// have ended): a queued turn started while an older one was still queued,
+// and a master call counted on a turn whose round has unfinished tasks.
+func (s *sequence) watchTransitions() {
+	s.exec(`CREATE TABLE sim_violations (id serial, what text NOT NULL)`)
+	s.exec(`CREATE FUNCTION sim_turn_watch() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		IF OLD.state = 'queued' AND NEW.state = 'running' AND EXISTS (
+			SELECT 1 FROM turns q WHERE q.session_id = NEW.session_id AND q.state = 'queued' AND q.sort_key < NEW.sort_key) THEN
+			INSERT INTO sim_violations (what) VALUES (format('turn %s (message %s) started while the older turn of message %s was queued',
+				NEW.id, NEW.message_id, (SELECT q.message_id FROM turns q WHERE q.session_id = NEW.session_id AND q.state = 'queued'
+				                         AND q.sort_key < NEW.sort_key ORDER BY q.sort_key LIMIT 1)));
+		END IF;
+		IF NEW.master_calls > OLD.master_calls AND EXISTS (
+			SELECT 1 FROM tasks t WHERE t.turn_id = NEW.id AND t.round = NEW.round AND t.state IN ('queued', 'running', 'approval')) THEN
+			INSERT INTO sim_violations (what) VALUES (format('the master decided on turn %s while round %s had unfinished tasks', NEW.id, NEW.round));
+		END IF;
+		RETURN NEW;
+	END $$`)
+	s.exec(`CREATE TRIGGER sim_turn_watch AFTER UPDATE ON turns FOR EACH ROW EXECUTE FUNCTION sim_turn_watch()`)
 }
-
-func (m *messenger) Send(_ context.Context, msg master.OutMessage) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failures {
-		switch m.rng.IntN(100) {
-		case 0:
-			return "", fmt.Errorf("%w: 50013 Missing Permissions", master.ErrPermanent)
-		case 1, 2, 3, 4, 5, 6, 7, 8:
-			return "", errors.New("503 Service Unavailable")
-		}
-	}
-	if _, ok := m.seen[msg.Nonce]; ok {
-		m.twice = append(m.twice, msg.Nonce)
-	}
-	m.next++
-	id := strconv.Itoa(m.next)
-	m.seen[msg.Nonce] = id
-	return id, nil
-}
-
-func (m *messenger) Find(_ context.Context, msg master.OutMessage) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.seen[msg.Nonce], nil
-}
-
-func (m *messenger) Edit(context.Context, string, string, string) error { return nil }
-func (m *messenger) Typing(context.Context, string) error               { return nil }
-func (m *messenger) Archive(context.Context, string) error              { return nil }
 
 // failures records the orchestrator's step failures: in a sequence, every
 // one is a bug (the faults the sequence injects are model faults, which
@@ -145,12 +122,35 @@ func (s *sequence) check() {
 	if paused > 0 {
 		s.fatalf("%d tasks and approval requests disagree on who waits for a decision", paused)
 	}
-	s.out.mu.Lock()
-	twice := s.out.twice
-	s.out.mu.Unlock()
-	if len(twice) > 0 {
-		s.fatalf("messages posted twice (nonces): %v", twice)
+	var violations []string
+	rows, err = s.pool.Query(s.ctx, `SELECT what FROM sim_violations ORDER BY id`)
+	if err == nil {
+		violations, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	}
+	if err != nil {
+		s.fatalf("check: %v", err)
+	}
+	if len(violations) > 0 {
+		s.fatalf("%s", strings.Join(violations, "\n"))
+	}
+	// At most one turn waits for the user's answer, and it is the latest:
+	// a question closes the turn that waited before it, and a message
+	// recorded after the question closes it (or answers it and sends it
+	// back to work).
+	var stale string
+	if err := s.pool.QueryRow(s.ctx, `
+		SELECT coalesce(string_agg(format('turn %s (message %s) waits, yet turn %s (message %s, %s) came after its question',
+		       w.id, w.message_id, u.id, u.message_id, u.state), '; '), '')
+		FROM turns w JOIN turns u ON u.session_id = w.session_id AND u.id <> w.id
+		WHERE w.session_id = $1 AND w.state = 'waiting'
+		  AND (u.state = 'waiting' OR (u.state IN ('queued', 'running') AND u.sort_key > w.sort_key AND u.created_at > w.updated_at))`,
+		s.session.ID).Scan(&stale); err != nil {
+		s.fatalf("check: %v", err)
+	}
+	if stale != "" {
+		s.fatalf("%s", stale)
+	}
+	s.checkDelivery()
 }
 
 // checkEnd holds once the sequence has settled: every user message ended

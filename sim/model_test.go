@@ -13,11 +13,16 @@ import (
 
 // model is the master's scripted model: each call picks one of the
 // decisions the tools offered allow, or a fault, from the sequence's
-// random source. It never blocks.
+// random source. It never blocks. Now and then, while it "thinks", the
+// world moves on: another process takes the session over and steps it,
+// or the team is dissolved; then its decision comes back stale.
 type model struct {
 	seq     *sequence
 	calls   int
 	perTurn map[string]int // calls by the turn's message, as the model sees it
+	// failed counts, by turn, the calls that failed as an unreachable
+	// model: past the retry bound, the turn must have given up.
+	failed map[int64]int
 }
 
 var errUnreachable = errors.New("connection refused")
@@ -30,17 +35,39 @@ func (m *model) Chat(ctx context.Context, req master.ChatRequest) (master.ChatRe
 			break
 		}
 	}
-	rng := m.seq.rng
+	s := m.seq
+	turn := s.runningTurn()
+	if n := m.failed[turn]; turn != 0 && n > maxRetries {
+		s.fatalf("the master's model was asked again for turn %d after %d failed calls; past %d retries the turn must give up", turn, n, maxRetries)
+	}
+	rng := s.rng
 	usage := master.Usage{PromptTokens: 100, CompletionTokens: 10}
+	failRate := 3
+	if s.flaky {
+		failRate = 30
+	}
 	switch r := rng.IntN(100); {
-	case r < 3:
+	case r < failRate:
+		m.failed[turn]++
 		return master.ChatResponse{}, errUnreachable
-	case r < 4:
+	case r < failRate+1:
 		return master.ChatResponse{}, &master.Error{Code: master.EModel, Message: "the model `m` was not found on the LLM server"}
-	case (r < 6 || (m.seq.crashy && r < 90)) && m.seq.crashes:
+	case (r < failRate+3 || (s.crashy && r < 90)) && s.crashes && s.depth == 0:
 		// The process dies during the call: nothing after it happens.
-		m.seq.crash()
+		s.crash()
 		return master.ChatResponse{}, ctx.Err()
+	case r >= 90 && s.depth == 0 && s.crashes:
+		// While this call runs, the world moves on; the decision that
+		// comes back is stale, and must change nothing.
+		s.depth++
+		switch rng.IntN(3) {
+		case 0, 1:
+			s.takeOver()
+		default:
+			s.trace = append(s.trace, "  the team is dissolved during a master call")
+			s.dissolveNow()
+		}
+		s.depth--
 	}
 	offered := map[string]master.Tool{}
 	for _, t := range req.Tools {
@@ -185,12 +212,28 @@ func workerOutcome(rng *rand.Rand, inquisitive bool, text func(string) string) m
 	}
 }
 
-// text makes a short text, now and then with a byte Postgres refuses.
+// text makes a text: mostly short, now and then long enough to be split
+// into several messages, now and then with a NUL or bytes that are not
+// UTF-8 (Postgres refuses both).
 func (s *sequence) text(kind string) string {
 	s.texts++
 	t := fmt.Sprintf("%s %d", kind, s.texts)
-	if s.rng.IntN(20) == 0 {
+	if s.rng.IntN(12) == 0 {
+		var b strings.Builder
+		b.WriteString(t)
+		for i := range 40 + s.rng.IntN(200) {
+			if i%15 == 14 {
+				b.WriteString("\n\n")
+			}
+			fmt.Fprintf(&b, " word%d of a long text that goes on", i)
+		}
+		t = b.String()
+	}
+	switch s.rng.IntN(20) {
+	case 0:
 		t += "\x00"
+	case 1:
+		t += " caf\xe9 \xff\xfe"
 	}
 	return strings.TrimSpace(t)
 }

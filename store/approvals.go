@@ -60,7 +60,7 @@ func approval(ctx context.Context, q querier, id int64) (master.Approval, error)
 // click approves nothing. A request no longer pending is returned as it
 // stands, unchanged.
 func (s *Store) DecideApproval(ctx context.Context, id int64, approve bool, by string) (master.Approval, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return master.Approval{}, fmt.Errorf("decide approval: %w", err)
 	}
@@ -84,7 +84,7 @@ func (s *Store) DecideApproval(ctx context.Context, id int64, approve bool, by s
 		if _, err := resumePaused(ctx, tx, []int64{taskID}, s.attempts()); err != nil {
 			return master.Approval{}, fmt.Errorf("decide approval: %w", err)
 		}
-		if err := notify(ctx, tx, sessionID); err != nil {
+		if err := notify(ctx, tx, WakeTasks+WakeApprovals, sessionID); err != nil {
 			return master.Approval{}, fmt.Errorf("decide approval: %w", err)
 		}
 	}
@@ -103,6 +103,7 @@ func (s *Store) DecideApproval(ctx context.Context, id int64, approve bool, by s
 // so a worker of an earlier attempt can never complete one). It returns
 // their sessions.
 func resumePaused(ctx context.Context, tx pgx.Tx, ids []int64, attempts int) ([]int64, error) {
+	mark(tx, WakeTasks)
 	rows, err := tx.Query(ctx, `
 		UPDATE tasks SET state = 'queued', max_attempts = attempt + $2, updated_at = now()
 		WHERE id = ANY ($1) AND state = 'approval'

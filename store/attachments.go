@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,6 +39,9 @@ func collectAttachments(rows pgx.Rows) ([]master.Attachment, error) {
 func insertAttachments(ctx context.Context, tx pgx.Tx, turn master.Turn, atts []master.Attachment) error {
 	if len(atts) == 0 {
 		return nil
+	}
+	if slices.ContainsFunc(atts, func(a master.Attachment) bool { return a.State != master.AttachmentSkipped }) {
+		mark(tx, WakeFiles)
 	}
 	n := len(atts)
 	pos, discord, names, types, sizes, urls, kinds, states, notes :=
@@ -114,7 +118,7 @@ func (s *Store) ClaimAttachments(ctx context.Context, scope master.Scope, owner 
 // master.ErrStale when owner no longer holds it. A resolved file wakes
 // its session's master, in the same transaction.
 func (s *Store) SaveAttachment(ctx context.Context, owner string, id int64, r master.AttachmentResult) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("save attachment: %w", err)
 	}
@@ -150,7 +154,7 @@ func (s *Store) SaveAttachment(ctx context.Context, owner string, id int64, r ma
 		// Every resolved file wakes the session: the master looks, and
 		// goes on once none of the turn's files is pending. (Waking only
 		// on the last one would race with a concurrent save.)
-		if err := notify(ctx, tx, sessionID); err != nil {
+		if err := notify(ctx, tx, WakeMaster, sessionID); err != nil {
 			return fmt.Errorf("save attachment: %w", err)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // split (nil: one message each). master.ErrNotFound when it is not
 // active.
 func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string, final *master.NewReport, split func(string) []string) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
@@ -89,7 +89,7 @@ func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string, f
 	if err := s.enqueueWebhook(ctx, tx, sessionID, master.WebhookSessionDissolved, master.DissolvedData(summary, cancelled, finalReport)); err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
-	if err := notify(ctx, tx, wake...); err != nil {
+	if err := notify(ctx, tx, WakeEvery, wake...); err != nil {
 		return fmt.Errorf("dissolve: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

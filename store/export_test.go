@@ -43,7 +43,7 @@ func (s *Store) AddSignal(ctx context.Context, sig master.Signal) (int64, error)
 	if err != nil {
 		return 0, err
 	}
-	if err := notify(ctx, tx, sig.SessionID); err != nil {
+	if err := notify(ctx, tx, WakeEvery, sig.SessionID); err != nil {
 		return 0, fmt.Errorf("add signal: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -66,7 +66,7 @@ func (s *Store) CancelSessionTasks(ctx context.Context, sessionID int64, reason 
 		return 0, fmt.Errorf("cancel session tasks: %w", err)
 	}
 	if n > 0 {
-		if err := notify(ctx, tx, sessionID); err != nil {
+		if err := notify(ctx, tx, WakeTasks, sessionID); err != nil {
 			return 0, fmt.Errorf("cancel session tasks: %w", err)
 		}
 	}
@@ -89,7 +89,7 @@ func (s *Store) EnqueueTasks(ctx context.Context, sessionID, turnID int64, round
 	if err != nil {
 		return nil, fmt.Errorf("enqueue tasks: %w", err)
 	}
-	if err := notify(ctx, tx, sessionID); err != nil {
+	if err := notify(ctx, tx, WakeTasks, sessionID); err != nil {
 		return nil, fmt.Errorf("enqueue tasks: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -161,7 +161,7 @@ func (s *Store) NotifyCommitted(ctx context.Context, sessionID int64, rollback b
 		return err
 	}
 	defer tx.Rollback(ctx)
-	if err := notify(ctx, tx, sessionID); err != nil {
+	if err := notify(ctx, tx, WakeEvery, sessionID); err != nil {
 		return err
 	}
 	if rollback {

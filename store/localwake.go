@@ -98,6 +98,7 @@ type wakeTx struct {
 	pgx.Tx
 	wakes    *localWakes
 	payloads []string // set by notify and notifyEach, each once (as Postgres sends them); none while the transaction wakes nobody
+	kinds    Kinds    // of the work the transaction wrote (mark): its wake announces them
 }
 
 // wake records that the transaction notified payload.
@@ -139,5 +140,33 @@ func (t *wakeTx) Commit(ctx context.Context) error {
 	for _, p := range t.payloads {
 		t.wakes.deliver(p)
 	}
+	return nil
+}
+
+// queryNotifying runs run, one statement that sends payload with
+// pg_notify (a statement is its own transaction), on a connection of the
+// pool, and hands payload to this process's listeners once it committed;
+// the listener skips the NOTIFY's copy. An error means nothing committed
+// (nor was notified).
+func (s *Store) queryNotifying(ctx context.Context, payload string, run func(q querier) error) error {
+	return s.queryMaybeNotifying(ctx, payload, func(q querier) (bool, error) { return true, run(q) })
+}
+
+// queryMaybeNotifying is queryNotifying for a statement that sends
+// payload only when it wrote something: run reports whether it did, and
+// only then are this process's listeners woken.
+func (s *Store) queryMaybeNotifying(ctx context.Context, payload string, run func(q querier) (bool, error)) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	e := s.wakes.expect(conn.Conn().PgConn().PID(), payload)
+	notified, err := run(conn)
+	if err != nil || !notified {
+		s.wakes.forget(e)
+		return err
+	}
+	s.wakes.deliver(payload)
 	return nil
 }

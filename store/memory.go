@@ -30,11 +30,13 @@ const sessionNotesSQL = `SELECT ` + sessionColumns + `,
 		FROM channel_notes n WHERE n.guild_id = s.guild_id AND n.channel_id = s.channel_id) END
 	FROM sessions s WHERE s.id = $1`
 
-// taskNotesSQL is the select item of TaskInput's session statement ($2:
-// the task) that reads the notes the task was given, those still kept.
-const taskNotesSQL = `(SELECT coalesce(json_agg(` + noteJSON + ` ORDER BY n.id), '[]')
-	FROM tasks tk JOIN channel_notes n ON n.id = ANY (tk.note_ids)
-	WHERE tk.id = $2 AND n.guild_id = s.guild_id AND n.channel_id = s.channel_id)`
+// taskNotesSQL is a select item, over a session s, reading the notes whose
+// ids are in ids (an expression: a task's note_ids) that s's channel
+// still keeps (a note forgotten since the task was given it is not).
+func taskNotesSQL(ids string) string {
+	return `(SELECT coalesce(json_agg(` + noteJSON + ` ORDER BY n.id), '[]')
+	FROM channel_notes n WHERE n.id = ANY (` + ids + `) AND n.guild_id = s.guild_id AND n.channel_id = s.channel_id)`
+}
 
 // scanNotes decodes notes read as JSON; NULL is none.
 func scanNotes(raw []byte, notes *[]master.Note) error {

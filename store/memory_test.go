@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +132,41 @@ func TestNotesRetention(t *testing.T) {
 	notes, _ := w.store.Notes(w.ctx, "g1", "c1")
 	if len(notes) != 1 || !strings.Contains(notes[0].Text, "fresh") {
 		t.Errorf("notes left = %+v", notes)
+	}
+}
+
+// A first attempt that gets its input with its claim gets the notes it
+// was given as TaskInput reads them: those its channel still keeps.
+func TestClaimCarriesTheTasksNotes(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	g, sess := w.guarded("p1")
+	var ids []int64
+	for _, text := range []string{"Launch on March 3", "Dana signs off"} {
+		n, err := w.store.RememberNote(w.ctx, g, master.Note{GuildID: "g1", ChannelID: "c1", Text: text, SessionID: sess, TurnID: g.TurnID}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, n.ID)
+	}
+	w.enqueue(sess, master.NewTask{Role: "planner", Instruction: "plan", Notes: ids})
+	if n, err := w.store.ForgetNotes(w.ctx, g, "g1", "c1", ids[:1]); err != nil || n != 1 {
+		t.Fatalf("ForgetNotes = %d, %v", n, err)
+	}
+	claimed := w.claim("w", 1)
+	if len(claimed) != 1 || claimed[0].Input == nil {
+		t.Fatalf("claimed %+v, want the task with its input", claimed)
+	}
+	got := *claimed[0].Input
+	if len(got.Notes) != 1 || got.Notes[0].ID != ids[1] || got.Notes[0].Text != "Dana signs off" {
+		t.Errorf("notes with the claim = %+v, want only the one not forgotten", got.Notes)
+	}
+	claimed[0].Input = nil
+	want, err := w.store.TaskInput(w.ctx, claimed[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("input with the claim %+v\nwant TaskInput's %+v", got, want)
 	}
 }

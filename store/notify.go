@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,61 +17,131 @@ import (
 	"github.com/callonbot/callon/internal/proc"
 )
 
-// WakeChannel is the one LISTEN/NOTIFY channel of callon. A payload is the
-// decimal id of the session a transaction concerned, or WakeAll.
+// WakeChannel is the one LISTEN/NOTIFY channel of callon. A payload is
+// what changed and for which session: the kinds (see Kinds) then the
+// session's decimal id, as in "mt:42", or "mt:*" for several sessions;
+// WakeAll alone stands for everything.
 const WakeChannel = "callon_wake"
 
-// WakeAll is the payload of a wake that concerns several sessions, or
-// that stands for notifications possibly lost while disconnected.
+// WakeAll is a wake for every kind and every session: notifications
+// possibly lost while disconnected. As a session part, "*" is a wake for
+// several sessions.
 const WakeAll = "*"
 
-// notify queues the wake for the session ids touched by tx. It sends
-// exactly one notification, whatever the number of rows; Postgres
+// Kinds says what a wake is about, so that each consumer is woken for
+// its own work only: a set of the letters below.
+type Kinds string
+
+// The kinds of work a wake may announce.
+const (
+	// WakeMaster: a session's master may have a decision to make (a turn
+	// recorded, a round's task ended, a file resolved, a lease freed).
+	WakeMaster Kinds = "m"
+	// WakeTasks: tasks to claim, or running tasks cancelled or taken back.
+	WakeTasks Kinds = "t"
+	// WakeOutbox: messages to post.
+	WakeOutbox Kinds = "o"
+	// WakeFiles: files to fetch.
+	WakeFiles Kinds = "f"
+	// WakeApprovals: requests for approval decided or ended, to settle.
+	WakeApprovals Kinds = "a"
+	// WakeWebhooks: webhook events to deliver.
+	WakeWebhooks Kinds = "w"
+	// WakeEvery is every kind.
+	WakeEvery = WakeMaster + WakeTasks + WakeOutbox + WakeFiles + WakeApprovals + WakeWebhooks
+)
+
+// has reports whether k shares a kind with other.
+func (k Kinds) has(other Kinds) bool { return strings.ContainsAny(string(k), string(other)) }
+
+// union is k with other's kinds added.
+func (k Kinds) union(other Kinds) Kinds {
+	for _, c := range other {
+		if !strings.ContainsRune(string(k), c) {
+			k += Kinds(c)
+		}
+	}
+	return k
+}
+
+// payloadOf is the NOTIFY payload of a wake of kinds for session part
+// (an id or "*").
+func payloadOf(kinds Kinds, part string) string { return string(kinds) + ":" + part }
+
+// splitPayload reads a payload: its kinds and session part. WakeAll, and
+// a payload of an older callon without kinds, concern every kind.
+func splitPayload(payload string) (Kinds, string) {
+	kinds, part, ok := strings.Cut(payload, ":")
+	if !ok {
+		return WakeEvery, payload
+	}
+	return Kinds(kinds), part
+}
+
+// notify queues the wake of kinds for the session ids touched by tx
+// (with the kinds the transaction's writes marked on it, see mark). It
+// sends exactly one notification, whatever the number of rows; Postgres
 // delivers it at commit, and drops it on rollback. Call it just before
 // committing, and only when something changed.
-func notify(ctx context.Context, tx pgx.Tx, sessionIDs ...int64) error {
+func notify(ctx context.Context, tx pgx.Tx, kinds Kinds, sessionIDs ...int64) error {
 	sessionIDs = slices.DeleteFunc(slices.Clone(sessionIDs), func(id int64) bool { return id == 0 })
 	if len(sessionIDs) == 0 {
 		return nil
 	}
-	payload := wakePayload(sessionIDs)
+	w, local := tx.(*wakeTx)
+	if local {
+		kinds = kinds.union(w.kinds)
+	}
+	payload := payloadOf(kinds, wakePayload(sessionIDs))
 	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, WakeChannel, payload); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
-	if w, ok := tx.(*wakeTx); ok {
+	if local {
 		w.wake(payload)
 	}
 	return nil
 }
 
+// mark records on tx, when it is one of the store's own (begin), that it
+// wrote work of kinds: its wake announces them too.
+func mark(tx pgx.Tx, kinds Kinds) {
+	if w, ok := tx.(*wakeTx); ok {
+		w.kinds = w.kinds.union(kinds)
+	}
+}
+
 // maxWakes bounds the notifications of one transaction: past it, one
-// WakeAll stands for them all.
+// wake for several sessions stands for them all.
 const maxWakes = 64
 
-// notifyEach queues one wake per distinct session id touched by tx, in
-// one statement (Postgres delivers them at commit, once each); more than
-// maxWakes sessions get one WakeAll instead. A wake for the sessions
-// concerned, rather than a WakeAll as notify sends for several, keeps
-// every other session's master and workers asleep.
-func notifyEach(ctx context.Context, tx pgx.Tx, sessionIDs []int64) error {
+// notifyEach queues one wake of kinds per distinct session id touched by
+// tx, in one statement (Postgres delivers them at commit, once each);
+// more than maxWakes sessions get one wake for several instead. A wake
+// for the sessions concerned, rather than one for several as notify
+// sends, keeps every other session's master and workers asleep.
+func notifyEach(ctx context.Context, tx pgx.Tx, kinds Kinds, sessionIDs []int64) error {
+	w, local := tx.(*wakeTx)
+	if local {
+		kinds = kinds.union(w.kinds)
+	}
 	payloads := make([]string, 0, len(sessionIDs))
 	seen := make(map[int64]bool, len(sessionIDs))
 	for _, id := range sessionIDs {
 		if id != 0 && !seen[id] {
 			seen[id] = true
-			payloads = append(payloads, strconv.FormatInt(id, 10))
+			payloads = append(payloads, payloadOf(kinds, strconv.FormatInt(id, 10)))
 		}
 	}
 	switch {
 	case len(payloads) == 0:
 		return nil
 	case len(payloads) > maxWakes:
-		payloads = []string{WakeAll}
+		payloads = []string{payloadOf(kinds, WakeAll)}
 	}
 	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) p`, WakeChannel, payloads); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
-	if w, ok := tx.(*wakeTx); ok {
+	if local {
 		for _, p := range payloads {
 			w.wake(p)
 		}
@@ -98,7 +169,7 @@ type Listener struct {
 	logger *slog.Logger
 
 	mu      sync.Mutex
-	subs    map[chan string]struct{}
+	subs    map[chan string]Kinds // the kinds each subscriber is woken for
 	running bool
 
 	pid atomic.Uint32
@@ -129,7 +200,7 @@ func (s *Store) NewListener() *Listener {
 			maxBackoff: 10 * time.Second,
 		},
 		logger:    logger,
-		subs:      make(map[chan string]struct{}),
+		subs:      make(map[chan string]Kinds),
 		idleCheck: 30 * time.Second,
 		local:     &s.wakes,
 	}
@@ -137,14 +208,23 @@ func (s *Store) NewListener() *Listener {
 	return l
 }
 
-// Subscribe returns a channel of wakes and a function that ends the
+// Subscribe returns a channel of the wakes of kinds (of every kind when
+// none is given), each as the session it concerns (a decimal id, or
+// WakeAll for several or unknown sessions), and a function that ends the
 // subscription (and closes the channel). The channel holds one pending
 // wake: a subscriber that falls behind never blocks the listener; its
 // pending wake becomes WakeAll when wakes for different sessions pile up.
-func (l *Listener) Subscribe() (<-chan string, func()) {
+func (l *Listener) Subscribe(kinds ...Kinds) (<-chan string, func()) {
 	ch := make(chan string, 1)
+	var want Kinds
+	for _, k := range kinds {
+		want = want.union(k)
+	}
+	if want == "" {
+		want = WakeEvery
+	}
 	l.mu.Lock()
-	l.subs[ch] = struct{}{}
+	l.subs[ch] = want
 	l.mu.Unlock()
 	var once sync.Once
 	return ch, func() {
@@ -157,14 +237,19 @@ func (l *Listener) Subscribe() (<-chan string, func()) {
 	}
 }
 
-// deliver hands payload to every subscriber without blocking.
+// deliver hands payload to every subscriber of one of its kinds without
+// blocking.
 func (l *Listener) deliver(payload string) {
+	kinds, part := splitPayload(payload)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for ch := range l.subs {
+	for ch, want := range l.subs {
+		if !want.has(kinds) {
+			continue
+		}
 		// Only deliver sends, and it holds mu, so after the drain the
 		// buffer has room.
-		p := payload
+		p := part
 		select {
 		case old := <-ch:
 			if old != p {

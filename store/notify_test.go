@@ -143,7 +143,8 @@ func TestOneNotificationPerTransaction(t *testing.T) {
 		got = append(got, n.Payload)
 	}
 	id := func(n int64) string { return strconv.FormatInt(n, 10) }
-	want := []string{id(s1), id(s2), id(s3), store.WakeAll, id(s1)}
+	every := string(store.WakeEvery) + ":"
+	want := []string{"t:" + id(s1), "t:" + id(s2), "t:" + id(s3), every + store.WakeAll, "t:" + id(s1)}
 	if !slices.Equal(got, want) {
 		t.Errorf("got notifications %q, want one per transaction %q", got, want)
 	}
@@ -232,5 +233,42 @@ func TestListenerRunsOnce(t *testing.T) {
 	l, _ := w.listen()
 	if err := l.Run(w.ctx); err == nil {
 		t.Error("second Run: got nil, want an error")
+	}
+}
+
+// A subscriber is woken only by wakes of its kinds (and by WakeAll, and
+// by a payload without kinds), and is handed the session part alone.
+func TestSubscribersWakeForTheirKindsOnly(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	l := w.store.NewListener() // never Run: wakes are handed to it
+	tasks, cancelTasks := l.Subscribe(store.WakeTasks)
+	defer cancelTasks()
+	outbox, cancelOutbox := l.Subscribe(store.WakeOutbox, store.WakeMaster)
+	defer cancelOutbox()
+	every, cancelEvery := l.Subscribe()
+	defer cancelEvery()
+	pending := func(ch <-chan string) string {
+		select {
+		case p := <-ch:
+			return p
+		default:
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		payload              string
+		tasks, outbox, every string
+	}{
+		{"t:7", "7", "", "7"},
+		{"om:8", "", "8", "8"},
+		{"a:9", "", "", "9"},
+		{store.WakeAll, store.WakeAll, store.WakeAll, store.WakeAll},
+		{"10", "10", "10", "10"}, // an older callon's payload: every kind
+	} {
+		store.Deliver(l, c.payload)
+		if got := [3]string{pending(tasks), pending(outbox), pending(every)}; got != [3]string{c.tasks, c.outbox, c.every} {
+			t.Errorf("wake %q: subscribers of tasks, outbox+master and every kind got %q, want %q", c.payload, got, [3]string{c.tasks, c.outbox, c.every})
+		}
 	}
 }

@@ -25,7 +25,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, scope master.Scope, owner strin
 		WITH candidate AS (
 			SELECT o.id, o.channel_id FROM outbox o
 			WHERE o.state = 'pending' AND (o.lease_until IS NULL OR o.lease_until < now())
-			  AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = o.session_id AND s.surface = $4 AND ($5 = '' OR s.attached_to = $5))
+			  AND `+inScope+`
 			ORDER BY o.id
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED
@@ -34,7 +34,80 @@ func (s *Store) ClaimOutbox(ctx context.Context, scope master.Scope, owner strin
 			WHERE NOT EXISTS (SELECT 1 FROM outbox e
 			                  WHERE e.channel_id = c.channel_id AND e.state = 'pending' AND e.id < c.id
 			                    AND e.id NOT IN (SELECT id FROM candidate))
-		), before AS (
+		)`+claimOutbox, n, lease, owner, scope.Of(), scope.Attached)
+	msgs, err := collectOutbox(rows, err)
+	if err != nil {
+		return nil, fmt.Errorf("claim outbox: %w", err)
+	}
+	return msgs, nil
+}
+
+// ProbeOutbox leases to owner the one message of scope's sessions a probe
+// tries while sends fail: the first pending message of its channel (never
+// one behind another), one never tried if there is one, else the one
+// tried least recently, whatever its retry wait. ok is false when there
+// is none (or every channel's first is claimed by someone right now).
+func (s *Store) ProbeOutbox(ctx context.Context, scope master.Scope, owner string, lease time.Duration) (m master.OutMessage, ok bool, err error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH claim AS (
+			SELECT o.id FROM outbox o
+			WHERE o.state = 'pending' AND (o.lease_owner IS NULL OR o.lease_until < now())
+			  AND `+inScope+`
+			  AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.channel_id = o.channel_id AND e.state = 'pending' AND e.id < o.id)
+			ORDER BY o.tried_at NULLS FIRST, o.id
+			LIMIT $1
+			FOR UPDATE SKIP LOCKED
+		)`+claimOutbox, 1, lease, owner, scope.Of(), scope.Attached)
+	msgs, err := collectOutbox(rows, err)
+	if err != nil || len(msgs) == 0 {
+		if err != nil {
+			err = fmt.Errorf("probe outbox: %w", err)
+		}
+		return master.OutMessage{}, false, err
+	}
+	return msgs[0], true, nil
+}
+
+// inScope is the condition that an outbox row o belongs to a session of
+// the scope in $4 (surface) and $5 (attached to; "" for any).
+const inScope = `EXISTS (SELECT 1 FROM sessions s WHERE s.id = o.session_id AND s.surface = $4 AND ($5 = '' OR s.attached_to = $5))`
+
+// ReleaseClaims gives back, untried, every pending message owner holds a
+// claim on: at a stop, a claim cut short may have committed unseen.
+func (s *Store) ReleaseClaims(ctx context.Context, owner string) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE outbox SET lease_until = NULL, lease_owner = NULL
+		WHERE state = 'pending' AND lease_owner = $1`, owner); err != nil {
+		return fmt.Errorf("release outbox claims: %w", err)
+	}
+	return nil
+}
+
+// ShortenWaits brings every pending message's retry forward to at most
+// within after its last failed try (to now for those tried longer ago),
+// and returns how many it changed: Discord answered again, so what waited
+// for it goes at once, while a message that keeps failing on its own
+// (a channel of its own trouble) is still tried at most once per within.
+func (s *Store) ShortenWaits(ctx context.Context, within time.Duration) (int, error) {
+	tag, err := s.pool.Exec(ctx, `
+		WITH waiting AS (
+			SELECT id FROM outbox
+			WHERE state = 'pending' AND lease_owner IS NULL AND lease_until > now()
+			ORDER BY id
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE outbox o SET lease_until = greatest(now(), coalesce(o.tried_at + $1::interval, now()))
+		FROM waiting w
+		WHERE o.id = w.id AND o.lease_until > greatest(now(), coalesce(o.tried_at + $1::interval, now()))`, within)
+	if err != nil {
+		return 0, fmt.Errorf("shorten outbox waits: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// claimOutbox ends a claim's statement, after a CTE claim(id) of the
+// rows to lease: it leases them ($2, $3), records that a send may follow
+// (maybe_sent_at), and returns them with the value from before.
+const claimOutbox = `, before AS (
 			SELECT o.id, o.maybe_sent_at FROM outbox o JOIN claim ON claim.id = o.id
 		)
 		UPDATE outbox o SET lease_until = now() + $2::interval, lease_owner = $3,
@@ -42,9 +115,12 @@ func (s *Store) ClaimOutbox(ctx context.Context, scope master.Scope, owner strin
 		FROM before WHERE o.id = before.id
 		RETURNING o.id, coalesce(o.session_id, 0), coalesce(o.turn_id, 0), o.kind, o.channel_id,
 		          coalesce(o.reply_to, ''), coalesce(o.mention, ''), o.content, o.buttons, o.part, o.nonce, o.attempts, o.created_at,
-		          before.maybe_sent_at, coalesce(o.file_name, ''), o.file_data, o.persona`, n, lease, owner, scope.Of(), scope.Attached)
+		          before.maybe_sent_at, coalesce(o.file_name, ''), o.file_data, o.persona`
+
+// collectOutbox reads the rows of a claim, in id order.
+func collectOutbox(rows pgx.Rows, err error) ([]master.OutMessage, error) {
 	if err != nil {
-		return nil, fmt.Errorf("claim outbox: %w", err)
+		return nil, err
 	}
 	msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.OutMessage, error) {
 		var m master.OutMessage
@@ -65,7 +141,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, scope master.Scope, owner strin
 		return m, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim outbox: %w", err)
+		return nil, err
 	}
 	// RETURNING does not keep the claim's order.
 	slices.SortFunc(msgs, func(a, b master.OutMessage) int { return cmp.Compare(a.ID, b.ID) })
@@ -88,33 +164,19 @@ func (s *Store) ReleaseOutbox(ctx context.Context, m master.OutMessage) error {
 }
 
 // MarkSent records a delivered message's Discord id; for a reply's first
-// part, the turn records it too. Marking twice changes nothing.
+// part, the turn records it too, in the same statement. Marking twice
+// changes nothing.
 func (s *Store) MarkSent(ctx context.Context, id int64, discordID string) error {
-	tx, err := s.pool.Begin(ctx)
+	_, err := s.pool.Exec(ctx, `
+		WITH sent AS (
+			UPDATE outbox SET state = 'sent', discord_message_id = $2, sent_at = now(), lease_until = NULL,
+			       lease_owner = NULL, error = NULL
+			WHERE id = $1 AND state = 'pending'
+			RETURNING turn_id, kind, part
+		)
+		UPDATE turns u SET reply_message_id = $2, updated_at = now()
+		FROM sent WHERE u.id = sent.turn_id AND sent.part = 0 AND sent.kind IN ('reply', 'question')`, id, discordID)
 	if err != nil {
-		return fmt.Errorf("mark sent: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	var turnID *int64
-	var kind string
-	var part int
-	err = tx.QueryRow(ctx, `
-		UPDATE outbox SET state = 'sent', discord_message_id = $2, sent_at = now(), lease_until = NULL,
-		       lease_owner = NULL, error = NULL
-		WHERE id = $1 AND state = 'pending'
-		RETURNING turn_id, kind, part`, id, discordID).Scan(&turnID, &kind, &part)
-	if err == pgx.ErrNoRows {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("mark sent: %w", err)
-	}
-	if turnID != nil && part == 0 && (kind == string(master.OutReply) || kind == string(master.OutQuestion)) {
-		if _, err := tx.Exec(ctx, `UPDATE turns SET reply_message_id = $2, updated_at = now() WHERE id = $1`, *turnID, discordID); err != nil {
-			return fmt.Errorf("mark sent: %w", err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("mark sent: %w", err)
 	}
 	return nil
@@ -124,7 +186,7 @@ func (s *Store) MarkSent(ctx context.Context, id int64, discordID string) error 
 // retried after retryIn, or marked failed when permanent.
 func (s *Store) MarkUnsent(ctx context.Context, id int64, reason string, retryIn time.Duration, permanent bool) error {
 	_, err := s.pool.Exec(ctx, `
-		UPDATE outbox SET attempts = attempts + 1, error = $2, lease_owner = NULL,
+		UPDATE outbox SET attempts = attempts + 1, error = $2, lease_owner = NULL, tried_at = now(),
 		       state = CASE WHEN $4 THEN 'failed' ELSE state END,
 		       lease_until = CASE WHEN $4 THEN NULL ELSE now() + $3::interval END
 		WHERE id = $1 AND state = 'pending'`, id, cleanText(reason), retryIn, permanent)
@@ -137,6 +199,7 @@ func (s *Store) MarkUnsent(ctx context.Context, id int64, reason string, retryIn
 // queueNotice queues a message that belongs to no turn. Its nonce comes
 // from its own id, so it is unique and short.
 func queueNotice(ctx context.Context, tx pgx.Tx, sessionID int64, kind master.OutKind, channelID, content string) error {
+	mark(tx, WakeOutbox)
 	content = cleanText(content)
 	_, err := tx.Exec(ctx, `
 		WITH next AS (SELECT nextval(pg_get_serial_sequence('outbox', 'id')) AS id)
@@ -152,6 +215,7 @@ func queueNotice(ctx context.Context, tx pgx.Tx, sessionID int64, kind master.Ou
 // postParts queues a message that belongs to no turn, part by part, with
 // nonces made from prefix.
 func postParts(ctx context.Context, tx pgx.Tx, sessionID int64, channelID, prefix string, parts []string, replyTo, mention string) error {
+	mark(tx, WakeOutbox)
 	parts = cleanAll(parts)
 	for i, p := range parts {
 		if i > 0 {

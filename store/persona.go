@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -78,20 +79,30 @@ func (s *Store) DropChannelWebhook(ctx context.Context, channelID, id string) er
 }
 
 // PersonaFallback records that a session's members could not post in
-// their own names and, the first time, queues notice in its thread, in
-// one statement; it reports whether this was the first time.
+// their own names and, the first time, queues notice in its thread and
+// wakes the outbox, in one statement; it reports whether this was the
+// first time.
 func (s *Store) PersonaFallback(ctx context.Context, sessionID int64, notice string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `
-		WITH marked AS (
-			UPDATE sessions SET persona_notice_at = now() WHERE id = $1 AND persona_notice_at IS NULL
-			RETURNING id, thread_id
-		), next AS (SELECT nextval(pg_get_serial_sequence('outbox', 'id')) AS id FROM marked)
-		INSERT INTO outbox (id, session_id, kind, channel_id, content, nonce)
-		OVERRIDING SYSTEM VALUE
-		SELECT next.id, marked.id, 'notice', marked.thread_id, $2, 'o' || next.id FROM marked, next`,
-		sessionID, cleanText(notice))
+	var first bool
+	payload := payloadOf(WakeOutbox, strconv.FormatInt(sessionID, 10))
+	err := s.queryMaybeNotifying(ctx, payload, func(q querier) (bool, error) {
+		err := q.QueryRow(ctx, `
+			WITH marked AS (
+				UPDATE sessions SET persona_notice_at = now() WHERE id = $1 AND persona_notice_at IS NULL
+				RETURNING id, thread_id
+			), next AS (SELECT nextval(pg_get_serial_sequence('outbox', 'id')) AS id FROM marked
+			), queued AS (
+				INSERT INTO outbox (id, session_id, kind, channel_id, content, nonce)
+				OVERRIDING SYSTEM VALUE
+				SELECT next.id, marked.id, 'notice', marked.thread_id, $2, 'o' || next.id FROM marked, next
+				RETURNING id
+			), woken AS (SELECT pg_notify($3, $4) FROM queued)
+			SELECT EXISTS (SELECT 1 FROM queued), (SELECT count(*) FROM woken)`,
+			sessionID, cleanText(notice), WakeChannel, payload).Scan(&first, new(int64))
+		return first, err
+	})
 	if err != nil {
 		return false, fmt.Errorf("persona fallback: %w", err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return first, nil
 }

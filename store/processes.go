@@ -25,6 +25,7 @@ const takeoverGrace = 500 * time.Millisecond
 // frees the lock, and any process's sweep (SweepExpired) takes its leases
 // back within seconds instead of waiting for them to expire.
 type Liveness struct {
+	store  *Store
 	conn   dedicated
 	owner  string
 	logger *slog.Logger
@@ -42,6 +43,7 @@ func (s *Store) NewLiveness(owner string) *Liveness {
 	cfg.RuntimeParams["application_name"] = "callon-liveness"
 	logger := s.logger.With("component", "liveness", "owner", owner)
 	return &Liveness{
+		store: s,
 		conn: dedicated{
 			name: "liveness lock",
 			connect: func(ctx context.Context) (*pgx.Conn, error) {

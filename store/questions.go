@@ -16,7 +16,7 @@ import (
 // are queued again too.
 func (s *Store) ResumeTask(ctx context.Context, g master.Guard, taskID int64, answer string) error {
 	answer = cleanText(answer)
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("resume task: %w", err)
 	}
@@ -31,7 +31,7 @@ func (s *Store) ResumeTask(ctx context.Context, g master.Guard, taskID int64, an
 	if n == 0 {
 		return fmt.Errorf("resume task %d: it does not wait for an answer in this round: %w", taskID, master.ErrStale)
 	}
-	if err := notify(ctx, tx, g.SessionID); err != nil {
+	if err := notify(ctx, tx, WakeTasks, g.SessionID); err != nil {
 		return fmt.Errorf("resume task: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -120,6 +120,7 @@ func answerWaitingTurn(ctx context.Context, tx pgx.Tx, sessionID, turnID, sortKe
 	if _, err := resumeTasks(ctx, tx, waiting, nil, answer, attempts); err != nil {
 		return false, err
 	}
+	mark(tx, WakeTasks)
 	// The waiting turn runs again, so its status message shows it at work
 	// until it settles once more.
 	if _, err := tx.Exec(ctx, `UPDATE turns SET state = CASE WHEN id = $1 THEN 'running' ELSE 'done' END,

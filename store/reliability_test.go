@@ -310,3 +310,34 @@ func TestMaxAttemptsIsHonoured(t *testing.T) {
 		t.Errorf("swept %d requeued, %d failed, state %s; want the task failed after its one attempt", requeued, failed, w.task(ids[0]).State)
 	}
 }
+
+// A turn that asks the user closes any other turn still waiting for an
+// answer: at most one turn waits, the one that asked last (a message
+// queued before the first question was asked ran and asked in its turn).
+func TestAQuestionClosesTheOtherWaitingTurn(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	s := w.startSession()
+	first, _ := w.record(s, "m1")
+	second, _ := w.record(s, "m2") // queued while the first runs
+	w.lease(s, "p1")
+	for _, turn := range []master.Turn{first, second} {
+		if got, err := w.store.OpenTurn(w.ctx, s.ID); err != nil || got.ID != turn.ID {
+			t.Fatalf("OpenTurn = %v, %v; want turn %d", got.ID, err, turn.ID)
+		}
+		g := master.Guard{SessionID: s.ID, TurnID: turn.ID, Owner: "p1"}
+		if err := w.store.Finish(w.ctx, g, master.Finish{Kind: master.OutQuestion, State: master.TurnWaiting, Parts: []string{"which one?"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var states []string
+	rows, _ := w.pool.Query(w.ctx, `SELECT state FROM turns WHERE session_id = $1 ORDER BY id`, s.ID)
+	for rows.Next() {
+		var st string
+		rows.Scan(&st)
+		states = append(states, st)
+	}
+	if len(states) != 2 || states[0] != "done" || states[1] != "waiting" {
+		t.Errorf("turn states %v, want [done waiting]: only the latest question waits", states)
+	}
+}

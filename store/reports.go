@@ -16,7 +16,7 @@ import (
 // message. So a report is delivered exactly once, whatever fails after.
 // master.ErrPingPong and master.ErrReportCapped refuse it.
 func (s *Store) ReportBack(ctx context.Context, g master.Guard, r master.NewReport) (master.Report, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return master.Report{}, fmt.Errorf("report back: %w", err)
 	}
@@ -46,7 +46,7 @@ func (s *Store) ReportBack(ctx context.Context, g master.Guard, r master.NewRepo
 	if err != nil {
 		return master.Report{}, fmt.Errorf("report back: %w", err)
 	}
-	if err := notify(ctx, tx, from.ID, rep.ToSession); err != nil {
+	if err := notify(ctx, tx, WakeMaster+WakeOutbox, from.ID, rep.ToSession); err != nil {
 		return master.Report{}, fmt.Errorf("report back: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

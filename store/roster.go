@@ -75,10 +75,13 @@ func roster(ctx context.Context, q querier, sessionID int64) ([]master.Role, err
 // channel_roles.
 const roleColumns = `name, description, prompt, model, temperature, max_tokens, timeout_ms, tools`
 
-func scanRole(row pgx.CollectableRow) (master.Role, error) {
+func scanRole(row pgx.CollectableRow) (master.Role, error) { return scanRoleAnd(row) }
+
+// scanRoleAnd reads one row of roleColumns followed by extra columns.
+func scanRoleAnd(row pgx.Row, extra ...any) (master.Role, error) {
 	var r master.Role
 	var maxTokens, timeout *int32
-	if err := row.Scan(&r.Name, &r.Description, &r.Prompt, &r.Model, &r.Temperature, &maxTokens, &timeout, &r.Tools); err != nil {
+	if err := row.Scan(append([]any{&r.Name, &r.Description, &r.Prompt, &r.Model, &r.Temperature, &maxTokens, &timeout, &r.Tools}, extra...)...); err != nil {
 		return r, err
 	}
 	return fillRole(r, maxTokens, timeout), nil
@@ -151,7 +154,7 @@ func replaceRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mas
 // ReplanSession replaces an active session's roster, cancelling queued
 // tasks of the roles it drops, and queues notice for its thread.
 func (s *Store) ReplanSession(ctx context.Context, sessionID int64, roster []master.Role, notice string) ([]string, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
@@ -171,7 +174,7 @@ func (s *Store) ReplanSession(ctx context.Context, sessionID int64, roster []mas
 	if err := queueNotice(ctx, tx, sessionID, master.OutNotice, threadID, notice); err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
-	if err := notify(ctx, tx, sessionID); err != nil {
+	if err := notify(ctx, tx, WakeTasks+WakeOutbox, sessionID); err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

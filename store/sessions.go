@@ -46,7 +46,7 @@ func scanSession(row pgx.Row, extra ...any) (master.Session, error) {
 // started at once cannot exceed them together.
 func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []master.Role, kickoff, brief string, caps master.SessionCaps) (master.Session, error) {
 	sess.Goal, kickoff, brief = cleanText(sess.Goal), cleanText(kickoff), cleanText(brief)
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return master.Session{}, fmt.Errorf("start session: %w", err)
 	}
@@ -113,7 +113,7 @@ func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []
 			return master.Session{}, fmt.Errorf("start session: brief: %w", err)
 		}
 	}
-	if err := notify(ctx, tx, created.ID); err != nil {
+	if err := notify(ctx, tx, WakeMaster+WakeOutbox, created.ID); err != nil {
 		return master.Session{}, fmt.Errorf("start session: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -130,6 +130,28 @@ func (s *Store) ActiveSession(ctx context.Context, threadID string) (master.Sess
 		return sess, fmt.Errorf("active session: %w", err)
 	}
 	return sess, err
+}
+
+// ActiveSessionAccess returns the active session of a thread and its
+// guild's allow lists, in one statement: what a message in a thread is
+// checked against. master.ErrNotFound when the thread has no team.
+func (s *Store) ActiveSessionAccess(ctx context.Context, threadID string) (master.Session, master.Access, error) {
+	var rules [][3]string
+	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+`,
+		       coalesce((SELECT json_agg(json_build_array(a.action, a.kind, a.target_id) ORDER BY a.action, a.kind, a.added_at, a.target_id)
+		                 FROM access_rules a WHERE a.guild_id = s.guild_id), '[]')
+		FROM sessions s WHERE s.thread_id = $1 AND s.state = 'active'`, threadID), &rules)
+	if err != nil {
+		if !errors.Is(err, master.ErrNotFound) {
+			err = fmt.Errorf("active session: %w", err)
+		}
+		return sess, nil, err
+	}
+	acc := make(master.Access, len(rules))
+	for i, r := range rules {
+		acc[i] = master.AccessRule{Action: master.AccessAction(r[0]), Kind: master.AccessKind(r[1]), ID: r[2]}
+	}
+	return sess, acc, nil
 }
 
 // Session returns a session by id, or master.ErrNotFound.
@@ -183,7 +205,7 @@ func (s *Store) CatchUpPoints(ctx context.Context) ([]master.CatchUpPoint, error
 
 // Notice queues a message in an active session's thread.
 func (s *Store) Notice(ctx context.Context, sessionID int64, text string) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("notice: %w", err)
 	}
@@ -199,7 +221,7 @@ func (s *Store) Notice(ctx context.Context, sessionID int64, text string) error 
 	if err := queueNotice(ctx, tx, sessionID, master.OutNotice, threadID, text); err != nil {
 		return fmt.Errorf("notice: %w", err)
 	}
-	if err := notify(ctx, tx, sessionID); err != nil {
+	if err := notify(ctx, tx, WakeOutbox, sessionID); err != nil {
 		return fmt.Errorf("notice: %w", err)
 	}
 	return tx.Commit(ctx)

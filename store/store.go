@@ -71,8 +71,8 @@ func Open(ctx context.Context, databaseURL string, logger *slog.Logger, opts ...
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.statements != nil {
-		cfg.ConnConfig.Tracer = counter{o.statements}
+	if o.statements != nil || o.log != nil {
+		cfg.ConnConfig.Tracer = counter{o.statements, o.log}
 	}
 	if o.readOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -122,21 +123,31 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 			    lease_until = NULL, ended_at = now(), updated_at = now()
 			FROM locked l JOIN input i ON i.id = l.id
 			WHERE t.id = l.id AND t.state = 'running' AND t.attempt = i.attempt
-			RETURNING t.id, t.session_id, i.kind, i.payload
+			RETURNING t.id, t.session_id, t.turn_id, t.round, i.kind, i.payload
 		), signalled AS (
 			INSERT INTO signals (session_id, task_id, kind, payload)
 			SELECT e.session_id, e.id, e.kind, e.payload FROM ended e ORDER BY e.id
 		)
-		SELECT id, session_id FROM ended`, input)
+		SELECT e.id, e.session_id,
+		       -- Workers need waking only for tasks that waited on these,
+		       EXISTS (SELECT 1 FROM tasks d WHERE d.state = 'queued' AND d.depends_on && ARRAY(SELECT id FROM ended)),
+		       -- and the master only once its round has ended.
+		       NOT EXISTS (SELECT 1 FROM tasks x WHERE x.turn_id = e.turn_id AND x.round = e.round
+		                   AND x.state IN ('queued', 'running', 'approval') AND x.id NOT IN (SELECT id FROM ended))
+		FROM ended e`, input)
 	if err != nil {
 		return nil, fmt.Errorf("complete tasks: %w", err)
 	}
 	written := make(map[int64]bool, len(idx))
-	var sessions []int64
+	var sessions, ended []int64 // every session touched; those whose round ended
 	var id, sid int64
-	if _, err := pgx.ForEachRow(res, []any{&id, &sid}, func() error {
+	var unblocked, roundEnded bool
+	if _, err := pgx.ForEachRow(res, []any{&id, &sid, &unblocked, &roundEnded}, func() error {
 		written[id] = true
 		sessions = append(sessions, sid)
+		if roundEnded {
+			ended = append(ended, sid)
+		}
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("complete tasks: %w", err)
@@ -159,7 +170,25 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 			return nil, fmt.Errorf("complete tasks: %w", err)
 		}
 	}
-	if err := notifyEach(ctx, tx, sessions); err != nil {
+	// The master is woken once its round has ended (a task cancelled
+	// below may end it too: then every session is woken); the workers
+	// when a task waited on these.
+	master, other := ended, sessions
+	if len(roots) > 0 {
+		master = sessions
+	}
+	var kinds Kinds
+	if unblocked {
+		kinds = WakeTasks
+	}
+	if err := notifyEach(ctx, tx, WakeMaster+kinds, master); err != nil {
+		return nil, fmt.Errorf("complete tasks: %w", err)
+	}
+	if kinds == "" {
+		other = nil
+	}
+	other = slices.DeleteFunc(slices.Clone(other), func(id int64) bool { return slices.Contains(master, id) })
+	if err := notifyEach(ctx, tx, kinds, other); err != nil {
 		return nil, fmt.Errorf("complete tasks: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

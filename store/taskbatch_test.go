@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -115,7 +116,7 @@ func TestCompleteTasksWakesEachSession(t *testing.T) {
 		}
 		got[n.Payload] = true
 	}
-	if !got[itoa(s1)] || !got[itoa(s2)] {
+	if !got["m:"+itoa(s1)] || !got["m:"+itoa(s2)] { // no task waited on these: no wake for the workers
 		t.Errorf("got wakes %v, want one for each session (%d, %d)", got, s1, s2)
 	}
 }
@@ -216,6 +217,12 @@ func TestTaskInputCarriesRecordedCalls(t *testing.T) {
 		t.Fatalf("TaskInput before any call: got %d calls, %v; want none", len(in.Calls), err)
 	}
 	w.plan(tk, 0, planned("c1", "fetch_url", `{"url":"https://example.com"}`), planned("c2", "x__y", `{}`))
+	// The worker dies; the next attempt reads what it recorded.
+	w.expire(tk.ID)
+	if _, _, err := w.store.SweepExpired(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	tk = w.claim("w", 1)[0]
 	in, err = w.store.TaskInput(w.ctx, tk)
 	if err != nil {
 		t.Fatalf("TaskInput: %v", err)
@@ -225,5 +232,34 @@ func TestTaskInputCarriesRecordedCalls(t *testing.T) {
 	}
 	if in.Role.Name != "a" || in.Goal == "" {
 		t.Errorf("TaskInput role %q goal %q, want role a and the session's goal", in.Role.Name, in.Goal)
+	}
+}
+
+// A first attempt that depends on no task and was handed no file gets
+// its input with its claim, as TaskInput reads it; a task that depends on
+// another does not (its worker reads the results with TaskInput).
+func TestClaimCarriesTheInput(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	s := w.startSession()
+	_, ids := w.enqueue(s.ID, task("researcher", "look"), task("writer", "write", 0))
+	claimed := w.claim("w", 10)
+	if len(claimed) != 1 || claimed[0].ID != ids[0] || claimed[0].Input == nil {
+		t.Fatalf("claimed %+v, want the first task with its input", claimed)
+	}
+	got := *claimed[0].Input
+	claimed[0].Input = nil
+	want, err := w.store.TaskInput(w.ctx, claimed[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("input with the claim %+v\nwant TaskInput's %+v", got, want)
+	}
+	if _, err := w.store.CompleteTask(w.ctx, claimed[0].ID, claimed[0].Attempt, master.Outcome{State: master.TaskDone, Result: "found"}); err != nil {
+		t.Fatal(err)
+	}
+	if next := w.claim("w", 10); len(next) != 1 || next[0].Input != nil {
+		t.Errorf("claimed %+v, want the dependent task without an input", next)
 	}
 }

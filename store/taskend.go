@@ -36,7 +36,7 @@ func (s *Store) CompleteTask(ctx context.Context, taskID int64, attempt int, out
 	if err != nil {
 		return master.Task{}, fmt.Errorf("complete task %d: %w", taskID, err)
 	}
-	if err := notify(ctx, tx, t.SessionID); err != nil {
+	if err := notify(ctx, tx, WakeMaster+WakeTasks, t.SessionID); err != nil {
 		return master.Task{}, fmt.Errorf("complete task: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -197,9 +197,25 @@ func cancelDependents(ctx context.Context, tx pgx.Tx, roots []int64) ([]int64, e
 // their dependents cancelled). Tasks paused for an approval hold no lease
 // and are not swept; a request nobody decided in time expires here, and
 // its task is queued again (counted in requeued). One wake covers every
-// session touched.
+// session touched. With nothing to take back, as mostly, it is one
+// statement that only reads.
 func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err error) {
-	tx, err := s.pool.Begin(ctx)
+	// Expired holds are looked for at most every holdSweepEvery: then the
+	// sweep runs whatever the probe would say.
+	if time.Since(time.Unix(0, s.holdSweep.Load())) < holdSweepEvery {
+		var work bool
+		if err := s.pool.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'running' AND lease_until < now())
+			    OR EXISTS (SELECT 1 FROM approvals WHERE state = 'pending' AND expires_at < now())
+			    OR EXISTS (SELECT 1 FROM processes WHERE lost_at IS NOT NULL OR pg_try_advisory_xact_lock($1, lock_key))`,
+			processLockClass).Scan(&work); err != nil {
+			return 0, 0, fmt.Errorf("sweep expired: %w", err)
+		}
+		if !work {
+			return 0, 0, nil
+		}
+	}
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
@@ -208,7 +224,7 @@ func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err err
 	if err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
-	requeued, failed, sessions, err := sweepExpired(ctx, tx, dead)
+	requeued, failed, sessions, err := s.takeBack(ctx, tx, dead)
 	if err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
@@ -233,15 +249,7 @@ func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err err
 	}
 	requeued += len(resumed)
 	sessions = append(sessions, resumed...)
-	if len(dead) > 0 {
-		taken, err := takeOver(ctx, tx, dead)
-		if err != nil {
-			return 0, 0, fmt.Errorf("sweep expired: %w", err)
-		}
-		sessions = append(sessions, taken...)
-		s.logger.Info("took over the work of dead processes", "owners", dead, "sessions", len(taken), "tasks", requeued+failed)
-	}
-	if err := notify(ctx, tx, sessions...); err != nil {
+	if err := notify(ctx, tx, WakeEvery, sessions...); err != nil {
 		return 0, 0, fmt.Errorf("sweep expired: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -251,6 +259,25 @@ func (s *Store) SweepExpired(ctx context.Context) (requeued, failed int, err err
 		s.holdSweep.CompareAndSwap(last, time.Now().UnixNano())
 	}
 	return requeued, failed, nil
+}
+
+// takeBack queues again (or fails) the tasks whose lease expired and
+// those of the dead owners, frees the dead owners' master leases and
+// outbox claims, and returns the sessions concerned, to wake.
+func (s *Store) takeBack(ctx context.Context, tx pgx.Tx, dead []string) (requeued, failed int, sessions []int64, err error) {
+	requeued, failed, sessions, err = sweepExpired(ctx, tx, dead)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if len(dead) > 0 {
+		taken, err := takeOver(ctx, tx, dead)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		sessions = append(sessions, taken...)
+		s.logger.Info("took over the work of dead processes", "owners", dead, "sessions", len(taken), "tasks", requeued+failed)
+	}
+	return requeued, failed, sessions, nil
 }
 
 func sweepExpired(ctx context.Context, tx pgx.Tx, dead []string) (requeued, failed int, sessions []int64, err error) {
@@ -325,6 +352,7 @@ func cancelSessionTasks(ctx context.Context, tx pgx.Tx, sessionID int64, reason 
 // for an approval) whose column (a turn_id or a session_id) is id, with
 // reason as their error; their pending approvals are cancelled too.
 func cancelOpenTasks(ctx context.Context, tx pgx.Tx, column string, id int64, reason string) (int, error) {
+	mark(tx, WakeTasks+WakeApprovals)
 	var n int
 	err := tx.QueryRow(ctx, `
 		WITH cancelled AS (

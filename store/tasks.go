@@ -20,14 +20,14 @@ const taskColumns = `t.id, t.session_id, t.turn_id, t.round, t.role, t.instructi
 	t.attachment_ids`
 
 // scanTask reads one row of taskColumns; NULL times become zero times.
-func scanTask(row pgx.Row) (master.Task, error) {
+func scanTask(row pgx.Row, extra ...any) (master.Task, error) {
 	var t master.Task
 	var lease, started, ended *time.Time
 	var qa []byte
-	err := row.Scan(&t.ID, &t.SessionID, &t.TurnID, &t.Round, &t.Role, &t.Instruction, &t.DependsOn,
+	err := row.Scan(append([]any{&t.ID, &t.SessionID, &t.TurnID, &t.Round, &t.Role, &t.Instruction, &t.DependsOn,
 		&t.State, &t.Attempt, &t.WorkerID, &lease, &t.Result,
 		&t.Error, &qa, &t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.CreatedAt, &started, &ended,
-		&t.Attachments)
+		&t.Attachments}, extra...)...)
 	if err != nil {
 		return master.Task{}, err
 	}
@@ -59,34 +59,14 @@ func collectTasks(rows pgx.Rows) ([]master.Task, error) {
 
 // enqueueTasks inserts tasks within tx, in one statement, and returns
 // their ids in order. It does not notify: the caller sends one wake for
-// its whole transaction (notify(ctx, tx, sessionID)) before committing.
+// its whole transaction (notify(ctx, tx, WakeTasks, sessionID)) before committing.
 func enqueueTasks(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, round int, tasks []master.NewTask, attempts int) ([]int64, error) {
+	mark(tx, WakeTasks)
 	input, err := batchJSON(tasks)
 	if err != nil {
 		return nil, err
 	}
-	// Ids are drawn from the identity sequence first, in batch order, so
-	// depends_on indexes can become ids within the same statement.
-	rows, err := tx.Query(ctx, `
-		WITH input AS MATERIALIZED (
-			SELECT b.ord, b.role, b.instruction, b.deps, b.atts, b.notes,
-			       nextval(pg_get_serial_sequence('tasks', 'id')) AS id
-			FROM (
-				SELECT * FROM jsonb_to_recordset($1::jsonb)
-					AS r(ord int, role text, instruction text, deps int[], atts bigint[], notes bigint[])
-				ORDER BY ord
-			) b
-		), inserted AS (
-			INSERT INTO tasks (id, session_id, turn_id, round, role, instruction, depends_on, max_attempts, attachment_ids, note_ids)
-			OVERRIDING SYSTEM VALUE
-			SELECT i.id, $2, $3, $4, i.role, i.instruction,
-			       coalesce((SELECT array_agg(d.id ORDER BY d.ord) FROM input d WHERE d.ord = ANY (i.deps)), '{}'), $5,
-			       -- only files of this turn
-			       coalesce((SELECT array_agg(a.id ORDER BY a.position) FROM attachments a
-			                 WHERE a.turn_id = $3 AND a.id = ANY (i.atts)), '{}'),
-			       coalesce(i.notes, '{}')
-			FROM input i
-		)
+	rows, err := tx.Query(ctx, `WITH `+enqueueCTEs("", "$1", "$2", "$3", "$4", "$5")+`
 		SELECT id FROM input ORDER BY ord`, input, sessionID, turnID, round, attempts)
 	if err != nil {
 		return nil, err
@@ -99,6 +79,38 @@ func enqueueTasks(ctx context.Context, tx pgx.Tx, sessionID, turnID int64, round
 		return nil, fmt.Errorf("inserted %d tasks, want %d", len(ids), len(tasks))
 	}
 	return ids, nil
+}
+
+// enqueueCTEs are the CTEs input (the batch, its ids drawn from the
+// identity sequence first, in batch order, so that depends_on indexes can
+// become ids within the same statement) and inserted (the tasks), for the
+// batch in the jsonb parameter batch, of session, turn and round, each
+// with attempts. guard, when not "", is a CTE the tasks are inserted only
+// with (a turn's guard): no row of it, no task.
+func enqueueCTEs(guard, batch, session, turn, round, attempts string) string {
+	from := "input i"
+	if guard != "" {
+		from = "input i, " + guard
+	}
+	return `input AS MATERIALIZED (
+			SELECT b.ord, b.role, b.instruction, b.deps, b.atts, b.notes,
+			       nextval(pg_get_serial_sequence('tasks', 'id')) AS id
+			FROM (
+				SELECT * FROM jsonb_to_recordset(` + batch + `::jsonb)
+					AS r(ord int, role text, instruction text, deps int[], atts bigint[], notes bigint[])
+				ORDER BY ord
+			) b
+		), inserted AS (
+			INSERT INTO tasks (id, session_id, turn_id, round, role, instruction, depends_on, max_attempts, attachment_ids, note_ids)
+			OVERRIDING SYSTEM VALUE
+			SELECT i.id, ` + session + `, ` + turn + `, ` + round + `, i.role, i.instruction,
+			       coalesce((SELECT array_agg(d.id ORDER BY d.ord) FROM input d WHERE d.ord = ANY (i.deps)), '{}'), ` + attempts + `,
+			       -- only files of this turn
+			       coalesce((SELECT array_agg(a.id ORDER BY a.position) FROM attachments a
+			                 WHERE a.turn_id = ` + turn + ` AND a.id = ANY (i.atts)), '{}'),
+			       coalesce(i.notes, '{}')
+			FROM ` + from + `
+		)`
 }
 
 // batchJSON validates a batch and encodes it for jsonb_to_recordset.
@@ -188,12 +200,73 @@ func claimTasks(ctx context.Context, tx querier, scope master.Scope, workerID st
 			SELECT c.session_id, c.id, 'ACK', jsonb_build_object('worker', c.worker_id, 'attempt', c.attempt)
 			FROM claimed c
 		)
-		SELECT `+taskColumns+` FROM claimed t ORDER BY t.id`,
+		-- A first attempt that needs no other task's result and no file
+		-- gets its input with the claim (as TaskInput reads it).
+		SELECT `+taskColumns+`, i.input
+		FROM claimed t LEFT JOIN LATERAL (
+			SELECT json_build_object('role', row_to_json(r), 'goal', s.goal, 'guild_id', s.guild_id,
+			       'notes', `+taskNotesSQL("t.note_ids")+`,
+			       'team', coalesce((SELECT json_agg(json_build_array(o.name, o.description) ORDER BY o.position, o.name)
+			                         FROM session_roles o WHERE o.session_id = s.id AND o.name <> t.role), '[]')) AS input
+			FROM sessions s JOIN session_roles r ON r.session_id = s.id AND r.name = t.role
+			WHERE s.id = t.session_id AND t.attempt = 1 AND t.depends_on = '{}' AND t.attachment_ids = '{}'
+		) i ON true
+		ORDER BY t.id`,
 		workerID, n, lease.Microseconds(), scope.Of(), scope.Attached)
 	if err != nil {
 		return nil, err
 	}
-	return collectTasks(rows)
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Task, error) {
+		var input []byte
+		t, err := scanTask(r, &input)
+		if err != nil || input == nil {
+			return t, err
+		}
+		t.Input, err = claimedInput(input)
+		return t, err
+	})
+}
+
+// claimedInput decodes the input a claim read for a task.
+func claimedInput(data []byte) (*master.TaskInput, error) {
+	var v struct {
+		Role struct {
+			Name        string   `json:"name"`
+			Description string   `json:"description"`
+			Prompt      string   `json:"prompt"`
+			Model       string   `json:"model"`
+			Temperature *float32 `json:"temperature"`
+			MaxTokens   *int     `json:"max_tokens"`
+			TimeoutMS   *int64   `json:"timeout_ms"`
+			Tools       []string `json:"tools"`
+		} `json:"role"`
+		Goal    string          `json:"goal"`
+		GuildID string          `json:"guild_id"`
+		Notes   json.RawMessage `json:"notes"`
+		Team    [][2]string     `json:"team"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("task input: %w", err)
+	}
+	in := &master.TaskInput{Goal: v.Goal, GuildID: v.GuildID}
+	if err := scanNotes(v.Notes, &in.Notes); err != nil {
+		return nil, fmt.Errorf("task input: %w", err)
+	}
+	r := v.Role
+	in.Role = master.Role{Name: r.Name, Description: r.Description, Prompt: r.Prompt, Model: r.Model, Temperature: r.Temperature, Tools: r.Tools}
+	if len(in.Role.Tools) == 0 {
+		in.Role.Tools = nil
+	}
+	if r.MaxTokens != nil {
+		in.Role.MaxTokens = *r.MaxTokens
+	}
+	if r.TimeoutMS != nil {
+		in.Role.Timeout = time.Duration(*r.TimeoutMS) * time.Millisecond
+	}
+	for _, m := range v.Team {
+		in.Team = append(in.Team, master.Role{Name: m[0], Description: m[1]})
+	}
+	return in, nil
 }
 
 // Heartbeat extends the lease of a running task to now+lease. It returns
@@ -249,7 +322,7 @@ func turnTasks(ctx context.Context, q querier, turnID int64) ([]master.Task, err
 // worker can take it without waiting for its lease to lapse (graceful
 // shutdown). master.ErrStale when the task is no longer this attempt's.
 func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("release task: %w", err)
 	}
@@ -265,7 +338,7 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 	if err != nil {
 		return fmt.Errorf("release task: %w", err)
 	}
-	if err := notify(ctx, tx, sessionID); err != nil {
+	if err := notify(ctx, tx, WakeTasks, sessionID); err != nil {
 		return fmt.Errorf("release task: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -274,7 +347,8 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 	return nil
 }
 
-// TaskInput returns what the worker of t may see: the goal, its role, its
+// TaskInput returns what the worker of t may see: the goal, its role, the
+// channel notes it was given (those still kept), its
 // dependencies with their results, the files handed to it, and the calls
 // of its tools that earlier attempts recorded.
 // master.ErrNotFound when the role has left the team. Its reads are sent
@@ -282,10 +356,14 @@ func (s *Store) ReleaseTask(ctx context.Context, taskID int64, attempt int) erro
 func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput, error) {
 	var in master.TaskInput
 	b := &pgx.Batch{}
-	b.Queue(`SELECT s.goal, s.guild_id, `+taskNotesSQL+` FROM sessions s WHERE s.id = $1`, t.SessionID, t.ID)
-	b.Queue(`SELECT `+roleColumns+` FROM session_roles WHERE session_id = $1 AND name = $2`, t.SessionID, t.Role)
-	b.Queue(`SELECT name, description FROM session_roles
-		WHERE session_id = $1 AND name <> $2 ORDER BY position, name`, t.SessionID, t.Role)
+	// The role, the goal and guild, the notes the task was given, and the
+	// other roles, in one statement.
+	b.Queue(`SELECT r.`+strings.ReplaceAll(roleColumns, ", ", ", r.")+`, s.goal, s.guild_id,
+		       `+taskNotesSQL(`(SELECT tk.note_ids FROM tasks tk WHERE tk.id = $3)::bigint[]`)+`,
+		       coalesce((SELECT json_agg(json_build_array(o.name, o.description) ORDER BY o.position, o.name)
+		                 FROM session_roles o WHERE o.session_id = s.id AND o.name <> $2), '[]')
+		FROM sessions s JOIN session_roles r ON r.session_id = s.id AND r.name = $2
+		WHERE s.id = $1`, t.SessionID, t.Role, t.ID)
 	if len(t.DependsOn) > 0 {
 		b.Queue(`SELECT `+taskColumns+` FROM tasks t WHERE t.id = ANY ($1) ORDER BY t.id`, t.DependsOn)
 	}
@@ -293,36 +371,27 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 		b.Queue(`SELECT `+attachmentColumns+`, a.data FROM attachments a
 			WHERE a.id = ANY ($1) AND a.turn_id = $2 ORDER BY a.position`, t.Attachments, t.TurnID)
 	}
-	b.Queue(toolCallsSQL, t.ID)
+	// A first attempt has no calls recorded by an earlier one.
+	if t.Attempt > 1 {
+		b.Queue(toolCallsSQL, t.ID)
+	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
+	var team [][2]string
 	var notes []byte
-	if err := br.QueryRow().Scan(&in.Goal, &in.GuildID, &notes); err != nil {
-		return in, fmt.Errorf("task input: session: %w", err)
-	}
-	if err := scanNotes(notes, &in.Notes); err != nil {
-		return in, fmt.Errorf("task input: session: %w", err)
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return in, fmt.Errorf("task input: role: %w", err)
-	}
-	roles, err := pgx.CollectRows(rows, scanRole)
-	if err != nil {
-		return in, fmt.Errorf("task input: role: %w", err)
-	}
-	if len(roles) == 0 {
+	role, err := scanRoleAnd(br.QueryRow(), &in.Goal, &in.GuildID, &notes, &team)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return in, fmt.Errorf("task input: role %q is not on the team: %w", t.Role, master.ErrNotFound)
 	}
-	in.Role = roles[0]
-	if rows, err = br.Query(); err != nil {
-		return in, fmt.Errorf("task input: team: %w", err)
+	if err != nil {
+		return in, fmt.Errorf("task input: role: %w", err)
 	}
-	if in.Team, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (master.Role, error) {
-		var role master.Role
-		return role, r.Scan(&role.Name, &role.Description)
-	}); err != nil {
-		return in, fmt.Errorf("task input: team: %w", err)
+	in.Role = role
+	if err := scanNotes(notes, &in.Notes); err != nil {
+		return in, fmt.Errorf("task input: %w", err)
+	}
+	for _, r := range team {
+		in.Team = append(in.Team, master.Role{Name: r[0], Description: r[1]})
 	}
 	if len(t.DependsOn) > 0 {
 		rows, err := br.Query()
@@ -342,11 +411,14 @@ func (s *Store) TaskInput(ctx context.Context, t master.Task) (master.TaskInput,
 			return in, fmt.Errorf("task input: attachments: %w", err)
 		}
 	}
-	if rows, err = br.Query(); err != nil {
-		return in, fmt.Errorf("task input: tool calls: %w", err)
-	}
-	if in.Calls, err = collectCalls(rows); err != nil {
-		return in, fmt.Errorf("task input: tool calls: %w", err)
+	if t.Attempt > 1 {
+		rows, err := br.Query()
+		if err != nil {
+			return in, fmt.Errorf("task input: tool calls: %w", err)
+		}
+		if in.Calls, err = collectCalls(rows); err != nil {
+			return in, fmt.Errorf("task input: tool calls: %w", err)
+		}
 	}
 	if err := br.Close(); err != nil {
 		return in, fmt.Errorf("task input: %w", err)

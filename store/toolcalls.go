@@ -215,7 +215,7 @@ func activeCalls(ctx context.Context, q querier, tasks []master.Task) (map[int64
 // buttons, is queued for the thread. A request already made for the call
 // is not made again. It returns the request's id.
 func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, ask master.ApprovalAsk) (int64, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("pause for approval: %w", err)
 	}
@@ -262,7 +262,7 @@ func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq
 			return 0, fmt.Errorf("pause for approval: %w", err)
 		}
 	}
-	if err := notify(ctx, tx, sessionID); err != nil {
+	if err := notify(ctx, tx, WakeOutbox, sessionID); err != nil {
 		return 0, fmt.Errorf("pause for approval: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -13,6 +13,7 @@ type Option func(*pgxConfig)
 // pgxConfig is what an Option may change.
 type pgxConfig struct {
 	statements *atomic.Int64
+	log        func(sql string)
 	readOnly   bool
 }
 
@@ -32,17 +33,38 @@ func WithStatementCounter(n *atomic.Int64) Option {
 	return func(c *pgxConfig) { c.statements = n }
 }
 
-// counter is a pgx tracer that counts statements.
-type counter struct{ n *atomic.Int64 }
+// WithStatementLog calls log with the text of every statement the store
+// sends (as WithStatementCounter counts them); log must be safe for
+// concurrent use. `callon bench --statements` lists a turn's statements
+// with it.
+func WithStatementLog(log func(sql string)) Option {
+	return func(c *pgxConfig) { c.log = log }
+}
+
+// counter is a pgx tracer that counts statements, and logs them when
+// log is set.
+type counter struct {
+	n   *atomic.Int64
+	log func(sql string)
+}
 
 var (
 	_ pgx.QueryTracer = counter{}
 	_ pgx.BatchTracer = counter{}
 )
 
-func (c counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
+func (c counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.count(d.SQL)
 	return ctx
+}
+
+func (c counter) count(sql string) {
+	if c.n != nil {
+		c.n.Add(1)
+	}
+	if c.log != nil {
+		c.log(sql)
+	}
 }
 
 func (counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
@@ -51,6 +73,8 @@ func (counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatc
 	return ctx
 }
 
-func (c counter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) { c.n.Add(1) }
+func (c counter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	c.count(d.SQL)
+}
 
 func (counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

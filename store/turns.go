@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,25 +73,21 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 	if t.State == master.TurnRefused {
 		state, notice = master.TurnRefused, a.Refused
 	}
-	existing, err := scanTurn(tx.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns u WHERE u.message_id = $1`, t.MessageID))
-	if err == nil {
-		return existing, false, nil
-	}
-	if !errors.Is(err, master.ErrNotFound) {
-		return master.Turn{}, false, fmt.Errorf("record turn: existing: %w", err)
-	}
+	// A redelivered message conflicts on its id below and changes nothing.
 	if state == master.TurnQueued && (a.MaxOpen > 0 || a.PerMinute > 0 || (t.AuthorBot && a.BotPerHour > 0)) {
 		if state, notice, err = admit(ctx, tx, t, a); err != nil {
 			return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
 		}
 	}
 	key := turnSortKey(t.MessageID)
+	var waiting bool // an older turn waits for the user's answer
 	turn, err := scanTurn(tx.QueryRow(ctx, `
 		INSERT INTO turns AS u (session_id, message_id, guild_id, channel_id, author_id, content, sort_key, state, addressed_to, author_bot)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nullif($9, ''), $10)
 		ON CONFLICT (message_id) DO NOTHING
-		RETURNING `+turnColumns,
-		t.SessionID, t.MessageID, t.GuildID, t.ChannelID, t.AuthorID, cleanText(t.Content), key, state, t.AddressedTo, t.AuthorBot))
+		RETURNING `+turnColumns+`,
+		    EXISTS (SELECT 1 FROM turns w WHERE w.session_id = u.session_id AND w.state = 'waiting' AND w.sort_key < u.sort_key)`,
+		t.SessionID, t.MessageID, t.GuildID, t.ChannelID, t.AuthorID, cleanText(t.Content), key, state, t.AddressedTo, t.AuthorBot), &waiting)
 	if errors.Is(err, master.ErrNotFound) {
 		turn, err = scanTurn(tx.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns u WHERE u.message_id = $1`, t.MessageID))
 		if err != nil {
@@ -116,7 +113,7 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 		}
 	}
 	answered := false
-	if len(t.Attachments) == 0 {
+	if waiting && len(t.Attachments) == 0 {
 		answered, err = answerWaitingTurn(ctx, tx, t.SessionID, turn.ID, key, cleanText(t.Content), s.attempts())
 		if err != nil {
 			return master.Turn{}, false, fmt.Errorf("record turn: answer workers: %w", err)
@@ -124,11 +121,13 @@ func (s *Store) RecordTurn(ctx context.Context, t master.Turn, a master.Admissio
 	}
 	if answered {
 		turn.State = master.TurnDone
-	} else if _, err := tx.Exec(ctx, `UPDATE turns SET state = 'done', updated_at = now()
-		WHERE session_id = $1 AND state = 'waiting' AND sort_key < $2`, t.SessionID, key); err != nil {
-		return master.Turn{}, false, fmt.Errorf("record turn: close waiting: %w", err)
+	} else if waiting {
+		if _, err := tx.Exec(ctx, `UPDATE turns SET state = 'done', updated_at = now()
+			WHERE session_id = $1 AND state = 'waiting' AND sort_key < $2`, t.SessionID, key); err != nil {
+			return master.Turn{}, false, fmt.Errorf("record turn: close waiting: %w", err)
+		}
 	}
-	if err := notify(ctx, tx, t.SessionID); err != nil {
+	if err := notify(ctx, tx, WakeMaster, t.SessionID); err != nil {
 		return master.Turn{}, false, fmt.Errorf("record turn: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -250,7 +249,7 @@ func noticeRefusal(ctx context.Context, tx pgx.Tx, turn master.Turn, notice stri
 	if err := queueNotice(ctx, tx, turn.SessionID, master.OutNotice, turn.ChannelID, notice); err != nil {
 		return err
 	}
-	return notify(ctx, tx, turn.SessionID)
+	return notify(ctx, tx, WakeOutbox, turn.SessionID)
 }
 
 // PendingSessions lists active sessions of scope whose next turn needs
@@ -301,6 +300,37 @@ func (s *Store) AcquireMaster(ctx context.Context, sessionID int64, owner string
 	return tag.RowsAffected() == 1, nil
 }
 
+// nextTurnOrder picks a session's turn to open among its queued and
+// running ones (t): the running one, else the first queued in message
+// order.
+const nextTurnOrder = `ORDER BY t.state = 'running' DESC, t.sort_key, t.id LIMIT 1`
+
+// StartTurn leases a session's master to owner (or extends owner's
+// lease) and opens its turn, as AcquireMaster then OpenTurn do, in one
+// statement: the start of a master step. master.ErrNotFound when another
+// owner holds a live lease, the session is no longer active, or it has no
+// turn to open (the lease is then taken all the same: release it).
+func (s *Store) StartTurn(ctx context.Context, sessionID int64, owner string, lease time.Duration) (master.Turn, error) {
+	turn, err := scanTurn(s.pool.QueryRow(ctx, `
+		WITH leased AS (
+			UPDATE sessions SET master_owner = $2, master_lease_until = now() + $3::interval
+			WHERE id = $1 AND state = 'active'
+			  AND (master_owner IS NULL OR master_owner = $2 OR master_lease_until < now())
+			RETURNING id
+		), next AS (
+			SELECT t.id FROM turns t JOIN leased l ON l.id = t.session_id
+			WHERE t.state IN ('queued', 'running')
+			`+nextTurnOrder+`
+		)
+		UPDATE turns u SET state = 'running', updated_at = CASE WHEN u.state = 'queued' THEN now() ELSE u.updated_at END
+		FROM next WHERE u.id = next.id
+		RETURNING `+turnColumns, sessionID, owner, lease))
+	if err != nil && !errors.Is(err, master.ErrNotFound) {
+		return turn, fmt.Errorf("start turn: %w", err)
+	}
+	return turn, err
+}
+
 // ReleaseMaster gives up owner's lease on a session's master.
 func (s *Store) ReleaseMaster(ctx context.Context, sessionID int64, owner string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE sessions SET master_owner = NULL, master_lease_until = NULL
@@ -317,8 +347,8 @@ func (s *Store) ReleaseMaster(ctx context.Context, sessionID int64, owner string
 func (s *Store) OpenTurn(ctx context.Context, sessionID int64) (master.Turn, error) {
 	turn, err := scanTurn(s.pool.QueryRow(ctx, `
 		WITH next AS (
-			SELECT id FROM turns WHERE session_id = $1 AND state IN ('queued', 'running')
-			ORDER BY state = 'running' DESC, sort_key, id LIMIT 1
+			SELECT t.id FROM turns t WHERE t.session_id = $1 AND t.state IN ('queued', 'running')
+			`+nextTurnOrder+`
 		)
 		UPDATE turns u SET state = 'running', updated_at = CASE WHEN u.state = 'queued' THEN now() ELSE u.updated_at END
 		FROM next WHERE u.id = next.id
@@ -429,49 +459,108 @@ func outNonce(turnID int64, kind master.OutKind, seq, part int) string {
 }
 
 // Finish ends a guarded turn: its reply or question goes to the outbox,
-// part by part, and the turn takes f.State, in one transaction. The
-// unique (turn, kind, seq, part) key allows one reply per turn; a turn may
-// ask any number of questions (a turn resumed by the user's answer may
-// ask again), each numbered by seq and posted once.
+// part by part, and the turn takes f.State, atomically (see FinishTurn).
 func (s *Store) Finish(ctx context.Context, g master.Guard, f master.Finish) error {
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	turn, err := checkGuard(ctx, tx, g)
-	if err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	seq := 0
-	if f.Kind == master.OutQuestion {
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq) + 1, 0) FROM outbox WHERE turn_id = $1 AND kind = 'question'`,
-			turn.ID).Scan(&seq); err != nil {
-			return fmt.Errorf("finish turn: question number: %w", err)
-		}
-	}
-	if err := queueTurnParts(ctx, tx, turn, f.Kind, seq, f.Parts, f.Personas...); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	if err := s.enqueueBlocked(ctx, tx, turn, f.Kind); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `UPDATE turns SET state = $2, updated_at = now() WHERE id = $1`, turn.ID, f.State); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	if err := notify(ctx, tx, g.SessionID); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("finish turn: %w", err)
-	}
-	return nil
+	_, err := s.FinishTurn(ctx, g, f)
+	return err
 }
+
+// FinishTurn ends a guarded turn: its reply or question goes to the
+// outbox, part by part, the turn takes f.State (a question closes any
+// other turn still waiting for an answer: at most one waits, the one that
+// asked last, so an answer is never taken for the wrong question), and
+// the session's outbox is woken, all in one statement, one round trip and
+// one commit (the decision's model calls were charged as they returned). It reports whether
+// another turn of the session is queued. The unique (turn, kind, seq,
+// part) key allows one reply per turn; a turn may ask any number of
+// questions (a turn resumed by the user's answer may ask again), each
+// numbered by seq and posted once.
+func (s *Store) FinishTurn(ctx context.Context, g master.Guard, f master.Finish) (next bool, err error) {
+	parts := cleanAll(f.Parts)
+	faces, err := personaColumn(f.Personas, len(parts))
+	if err != nil {
+		return false, fmt.Errorf("finish turn: %w", err)
+	}
+	payload := payloadOf(WakeOutbox, strconv.FormatInt(g.SessionID, 10))
+	args := []any{g.TurnID, g.SessionID, g.Round, g.Owner, f.Kind, f.State, parts, WakeChannel, payload, faces}
+	var turn master.Turn
+	scan := func(row pgx.Row) error { return row.Scan(&turn.ID, &turn.Round, &turn.MessageID, &next) }
+	if s.webhooks.Load() && f.Kind == master.OutReply {
+		// The turn's blocked tasks become a webhook event with the
+		// reply: a transaction of two statements.
+		tx, err := s.begin(ctx)
+		if err != nil {
+			return false, fmt.Errorf("finish turn: %w", err)
+		}
+		defer rollback(ctx, tx)
+		err = scan(tx.QueryRow(ctx, finishSQL, args...))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, fmt.Errorf("finish turn %d round %d: %w", g.TurnID, g.Round, master.ErrStale)
+		}
+		if err != nil {
+			return false, fmt.Errorf("finish turn: %w", err)
+		}
+		tx.wake(payload)
+		turn.SessionID = g.SessionID
+		if err := s.enqueueBlocked(ctx, tx, turn, f.Kind); err != nil {
+			return false, fmt.Errorf("finish turn: %w", err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return false, fmt.Errorf("finish turn: %w", err)
+		}
+		return next, nil
+	}
+	err = s.queryNotifying(ctx, payload, func(q querier) error { return scan(q.QueryRow(ctx, finishSQL, args...)) })
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, fmt.Errorf("finish turn %d round %d: %w", g.TurnID, g.Round, master.ErrStale)
+	}
+	if err != nil {
+		return false, fmt.Errorf("finish turn: %w", err)
+	}
+	return next, nil
+}
+
+// finishSQL is FinishTurn's statement: $1 turn, $2 session, $3 round, $4
+// owner (the guard); $5 kind, $6 the turn's new state, $7 the parts, $10
+// each part's persona (NULL: callon's own voice); $8 and $9 the wake. It
+// returns the turn's id, round and message, and whether another turn is
+// queued; no row when the guard does not hold. The nonces are outNonce's.
+var finishSQL = `
+	WITH g AS (
+		SELECT u.id, u.round, u.session_id, u.channel_id, u.message_id, u.author_id, s.guild_id
+		FROM turns u JOIN sessions s ON s.id = u.session_id
+		WHERE u.id = $1 AND u.session_id = $2 AND u.state = 'running' AND u.round = $3
+		  AND s.state = 'active' AND s.master_owner = $4 AND s.master_lease_until > now()
+		FOR UPDATE OF u
+	), q AS (
+		SELECT CASE WHEN $5::text = 'question'
+		            THEN coalesce((SELECT max(o.seq) + 1 FROM outbox o WHERE o.turn_id = $1 AND o.kind = 'question'), 0)
+		            ELSE 0 END AS seq
+	), parts AS (
+		INSERT INTO outbox (session_id, turn_id, kind, channel_id, reply_to, content, part, nonce, seq, persona)
+		SELECT g.session_id, g.id, $5, g.channel_id,
+		       -- A report's, a brief's or an API message's turn has no
+		       -- Discord message to reply to.
+		       CASE WHEN p.ord = 1 AND g.author_id <> '' AND g.message_id NOT LIKE '` + master.APIMessagePrefix + `%' THEN g.message_id END,
+		       p.content, p.ord - 1,
+		       CASE WHEN $5 = 'question' THEN 't' || g.id || 'q' || q.seq || '.' || (p.ord - 1)
+		            ELSE 't' || g.id || left($5, 1) || (p.ord - 1) END,
+		       q.seq, p.persona
+		FROM g, q, unnest($7::text[], $10::jsonb[]) WITH ORDINALITY AS p(content, persona, ord)
+	), ended AS (
+		UPDATE turns w SET state = CASE WHEN w.id = g.id THEN $6 ELSE 'done' END, updated_at = now()
+		FROM g WHERE w.id = g.id OR ($6 = 'waiting' AND w.session_id = g.session_id AND w.state = 'waiting')
+	), woken AS (
+		SELECT pg_notify($8, $9) FROM g
+	)
+	SELECT g.id, g.round, g.message_id, EXISTS (SELECT 1 FROM turns x WHERE x.session_id = g.session_id AND x.state = 'queued')
+	FROM g, (SELECT count(*) FROM woken) w`
 
 // queueTurnParts writes a turn's reply (or its seq-th question) to the
 // outbox, part by part; only the first part replies to the turn's
 // message.
-func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind master.OutKind, seq int, texts []string, personas ...*master.Persona) error {
+func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind master.OutKind, seq int, texts []string) error {
+	mark(tx, WakeOutbox)
 	n := len(texts)
 	replyTo, nonces, parts, contents := make([]string, n), make([]string, n), make([]int32, n), make([]string, n)
 	for i, p := range texts {
@@ -479,48 +568,65 @@ func queueTurnParts(ctx context.Context, tx pgx.Tx, turn master.Turn, kind maste
 		nonces[i] = outNonce(turn.ID, kind, seq, i)
 		contents[i] = cleanText(p)
 	}
-	faces, err := personaColumn(personas, n)
-	if err != nil {
-		return fmt.Errorf("outbox: %w", err)
-	}
 	// A report's, a brief's or an API message's turn has no Discord
 	// message to reply to.
 	if turn.AuthorID != "" && !strings.HasPrefix(turn.MessageID, master.APIMessagePrefix) && n > 0 {
 		replyTo[0] = turn.MessageID
 	}
 	if _, err := tx.Exec(ctx, `
-		INSERT INTO outbox (session_id, turn_id, kind, channel_id, reply_to, content, part, nonce, seq, persona)
-		SELECT $1, $2, $3, $4, nullif(p.reply_to, ''), p.content, p.part, p.nonce, $9, p.persona
-		FROM unnest($5::text[], $6::text[], $7::int[], $8::text[], $10::jsonb[]) AS p(content, reply_to, part, nonce, persona)`,
-		turn.SessionID, turn.ID, kind, turn.ChannelID, contents, replyTo, parts, nonces, seq, faces); err != nil {
+		INSERT INTO outbox (session_id, turn_id, kind, channel_id, reply_to, content, part, nonce, seq)
+		SELECT $1, $2, $3, $4, nullif(p.reply_to, ''), p.content, p.part, p.nonce, $9
+		FROM unnest($5::text[], $6::text[], $7::int[], $8::text[]) AS p(content, reply_to, part, nonce)`,
+		turn.SessionID, turn.ID, kind, turn.ChannelID, contents, replyTo, parts, nonces, seq); err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
 	return nil
 }
 
 // Delegate enqueues the next round of a guarded turn and advances the
-// turn to it, in one transaction with one wake.
+// turn to it and wakes the workers, in one statement (one round trip,
+// one commit). It returns the tasks' ids in order.
 func (s *Store) Delegate(ctx context.Context, g master.Guard, tasks []master.NewTask) ([]int64, error) {
-	tx, err := s.begin(ctx)
+	input, err := batchJSON(tasks)
 	if err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}
-	defer tx.Rollback(ctx)
-	if _, err := checkGuard(ctx, tx, g); err != nil {
-		return nil, fmt.Errorf("delegate: %w", err)
+	payload := payloadOf(WakeTasks, strconv.FormatInt(g.SessionID, 10))
+	var ids []int64
+	err = s.queryNotifying(ctx, payload, func(q querier) error {
+		rows, err := q.Query(ctx, `
+			WITH g AS (
+				SELECT u.id, u.round, u.session_id, s.guild_id
+				FROM turns u JOIN sessions s ON s.id = u.session_id
+				WHERE u.id = $2 AND u.session_id = $1 AND u.state = 'running' AND u.round = $3
+				  AND s.state = 'active' AND s.master_owner = $7 AND s.master_lease_until > now()
+				FOR UPDATE OF u
+			), `+enqueueCTEs("g", "$4", "$1", "$2", "$3 + 1", "$5")+`, advanced AS (
+				UPDATE turns u SET round = u.round + 1, updated_at = now() FROM g WHERE u.id = g.id
+			), woken AS (
+				SELECT pg_notify($6, $8) FROM g
+			)
+			SELECT i.id FROM input i, g, (SELECT count(*) FROM woken) w ORDER BY i.ord`,
+			g.SessionID, g.TurnID, g.Round, input, s.attempts(), WakeChannel, g.Owner, payload)
+		if err != nil {
+			return err
+		}
+		if ids, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return pgx.ErrNoRows
+		}
+		return nil
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("delegate: turn %d round %d: %w", g.TurnID, g.Round, master.ErrStale)
 	}
-	ids, err := enqueueTasks(ctx, tx, g.SessionID, g.TurnID, g.Round+1, tasks, s.attempts())
 	if err != nil {
 		return nil, fmt.Errorf("delegate: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE turns SET round = round + 1, updated_at = now() WHERE id = $1`, g.TurnID); err != nil {
-		return nil, fmt.Errorf("delegate: %w", err)
-	}
-	if err := notify(ctx, tx, g.SessionID); err != nil {
-		return nil, fmt.Errorf("delegate: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("delegate: %w", err)
+	if len(ids) != len(tasks) {
+		return nil, fmt.Errorf("delegate: inserted %d tasks, want %d", len(ids), len(tasks))
 	}
 	return ids, nil
 }
@@ -540,7 +646,7 @@ func (s *Store) Replan(ctx context.Context, g master.Guard, roster []master.Role
 	if err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
-	if err := notify(ctx, tx, g.SessionID); err != nil {
+	if err := notify(ctx, tx, WakeTasks+WakeOutbox, g.SessionID); err != nil {
 		return nil, fmt.Errorf("replan: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -606,7 +712,7 @@ func (s *Store) AbandonTurn(ctx context.Context, g master.Guard, text string) er
 	if _, err := tx.Exec(ctx, `UPDATE turns SET state = 'done', updated_at = now() WHERE id = $1`, turn.ID); err != nil {
 		return fmt.Errorf("abandon turn: %w", err)
 	}
-	if err := notify(ctx, tx, g.SessionID); err != nil {
+	if err := notify(ctx, tx, WakeOutbox+WakeTasks, g.SessionID); err != nil {
 		return fmt.Errorf("abandon turn: %w", err)
 	}
 	return tx.Commit(ctx)

@@ -23,6 +23,7 @@ func (s *Store) enqueueWebhook(ctx context.Context, tx pgx.Tx, sessionID int64, 
 	if !s.webhooks.Load() {
 		return nil
 	}
+	mark(tx, WakeWebhooks)
 	return enqueueEvent(ctx, tx, sessionID, kind, data, "")
 }
 
@@ -33,6 +34,7 @@ func enqueueCallback(ctx context.Context, tx pgx.Tx, sess master.Session, kind m
 	if sess.CallbackURL == "" {
 		return nil
 	}
+	mark(tx, WakeWebhooks)
 	return enqueueEvent(ctx, tx, sess.ID, kind, data, sess.CallbackURL)
 }
 

@@ -312,7 +312,7 @@ func runTaskNow(ctx context.Context, p *Pool, t master.Task) {
 	kctx, stopKeeper := context.WithCancel(ctx)
 	var keeper sync.WaitGroup
 	keeper.Go(func() { p.keepLeases(kctx) })
-	p.runTask(ctx, r)
+	p.runTask(ctx, r, func() {})
 	p.unregister(r)
 	stopKeeper()
 	keeper.Wait()

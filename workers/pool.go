@@ -111,7 +111,8 @@ type Config struct {
 	// is replaced by the default.
 	Heartbeat time.Duration
 	// Poll is the fallback claim interval (jittered ±20%), so a lost wake
-	// delays work by at most this much.
+	// delays work by at most this much: proc.IdlePoll with Wake,
+	// DefaultPoll without.
 	Poll time.Duration
 	// SweepEvery is how often expired leases are taken back; negative
 	// disables the sweeper (another process runs it).
@@ -176,7 +177,13 @@ func (c Config) withDefaults() Config {
 	if c.Heartbeat <= 0 || c.Heartbeat >= c.Lease {
 		c.Heartbeat = c.Lease / 3
 	}
-	c.Poll = cmp.Or(max(c.Poll, 0), DefaultPoll)
+	switch {
+	case c.Poll > 0:
+	case c.Wake != nil:
+		c.Poll = proc.IdlePoll
+	default:
+		c.Poll = DefaultPoll
+	}
 	c.SweepEvery = cmp.Or(c.SweepEvery, DefaultSweepEvery)
 	c.TaskTimeout = cmp.Or(max(c.TaskTimeout, 0), DefaultTaskTimeout)
 	c.MaxSteps = cmp.Or(max(c.MaxSteps, 0), DefaultMaxSteps)
@@ -271,9 +278,16 @@ func (p *Pool) Run(ctx context.Context) error {
 	wake := p.cfg.Wake
 	failures := 0
 	claim := true
+	// full says the last claim took every free slot (or there was none):
+	// work may be left over for a slot that frees. A claim that left
+	// slots free found every claimable task: a slot freeing then needs no
+	// claim (new work comes with a wake, or the poll).
+	full := true
 	for {
 		if claim {
+			free := p.cfg.Slots - p.inFlight()
 			tasks, err := p.claim(ctx)
+			full = err != nil || len(tasks) >= free
 			switch {
 			case ctx.Err() != nil:
 				// Shutting down: the claim's error is ours.
@@ -292,12 +306,15 @@ func (p *Pool) Run(ctx context.Context) error {
 			}
 			for _, r := range tasks {
 				wg.Go(func() {
-					p.runTask(ctx, r)
-					p.unregister(r)
-					select {
-					case finished <- struct{}{}:
-					default:
+					free := func() {
+						p.unregister(r)
+						select {
+						case finished <- struct{}{}:
+						default:
+						}
 					}
+					p.runTask(ctx, r, free)
+					free()
 				})
 			}
 		}
@@ -321,6 +338,7 @@ func (p *Pool) Run(ctx context.Context) error {
 			}
 			p.checkRunning(hint)
 		case <-finished:
+			claim = full || wake == nil
 		case <-timer.C:
 		}
 		timer.Stop()

@@ -63,15 +63,22 @@ func TestClaimsNeverExceedFreeSlots(t *testing.T) {
 		tasks = append(tasks, master.Task{ID: int64(i + 1), SessionID: 1, Role: "researcher", Instruction: fmt.Sprint("task ", i+1), Attempt: 1})
 	}
 	serve := queue(tasks...)
+	// A slot is free once its task's outcome is in hand (answered, below:
+	// the model call has returned), while the outcome is being written;
+	// a claimed task never waits for a slot, and at most one outcome per
+	// slot is being written.
 	var mu sync.Mutex
-	claimed, completed, active, peak := 0, 0, 0, 0
+	claimed, answered, completed, active, peak := 0, 0, 0, 0, 0
 	var violations recorder[string]
 	done := make(chan int64, total)
 	store := &fakeStore{
 		ClaimTasksFunc: func(ctx context.Context, id string, n int, lease time.Duration) ([]master.Task, error) {
 			mu.Lock()
-			if inFlight := claimed - completed; n+inFlight > slots {
+			if inFlight := claimed - answered; n+inFlight > slots {
 				violations.add(fmt.Sprintf("asked for %d with %d in flight", n, inFlight))
+			}
+			if unwritten := claimed - completed; n+unwritten > 2*slots {
+				violations.add(fmt.Sprintf("asked for %d with %d outcomes unwritten", n, unwritten))
 			}
 			mu.Unlock()
 			got, err := serve(ctx, id, n, lease)
@@ -97,6 +104,7 @@ func TestClaimsNeverExceedFreeSlots(t *testing.T) {
 		defer func() {
 			mu.Lock()
 			active--
+			answered++
 			mu.Unlock()
 		}()
 		inCall <- struct{}{}

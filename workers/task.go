@@ -24,7 +24,12 @@ const (
 
 // runTask runs one claimed task and writes what it came to. ctx is the
 // pool's: the task's own context, r.ctx, derives from it.
-func (p *Pool) runTask(ctx context.Context, r *running) {
+//
+// free gives the task's slot back: once its outcome is in hand, the slot
+// may take the next task while the outcome is being written (the task
+// stays running, under its lease, until the write commits), as a job
+// queue frees a worker when its job returns.
+func (p *Pool) runTask(ctx context.Context, r *running, free func()) {
 	log := p.taskLogger(r.task)
 	start := time.Now()
 	log.Debug("task started")
@@ -33,6 +38,7 @@ func (p *Pool) runTask(ctx context.Context, r *running) {
 
 	switch e {
 	case endComplete:
+		free()
 		p.complete(ctx, r.task, out, log, start)
 	case endRelease:
 		p.release(ctx, r.task, log)
@@ -49,9 +55,15 @@ func (p *Pool) runTask(ctx context.Context, r *running) {
 // drops it; the pool's shutdown releases it.
 func (p *Pool) work(r *running, log *slog.Logger) (master.Outcome, end) {
 	t := r.task
-	ictx, cancel := context.WithTimeout(r.ctx, storeTimeout)
-	in, err := p.store.TaskInput(ictx, t)
-	cancel()
+	var in TaskInput
+	var err error
+	if t.Input != nil {
+		in = *t.Input // read with the claim
+	} else {
+		ictx, cancel := context.WithTimeout(r.ctx, storeTimeout)
+		in, err = p.store.TaskInput(ictx, t)
+		cancel()
+	}
 	switch {
 	case r.ctx.Err() != nil:
 		return master.Outcome{}, interrupted(r.ctx)

@@ -315,7 +315,7 @@ func TestDroppedTaskHasPaidForItsCalls(t *testing.T) {
 			p := New(Config{ID: "w1", SweepEvery: -1}, w.store, llm, discard())
 			tctx, cancel := context.WithCancelCause(context.Background())
 			r = &running{task: researchTask, ctx: tctx, cancel: cancel}
-			p.runTask(context.Background(), r)
+			p.runTask(context.Background(), r, func() {})
 			if c := w.completed.all(); len(c) > 0 {
 				t.Errorf("a dropped task wrote %+v", c)
 			}

@@ -24,6 +24,9 @@ type request struct {
 	*http.Request
 	body  []byte
 	files []Attachment
+	// after, when a handler sets it, runs once s.mu is released and
+	// before the answer is written.
+	after func()
 }
 
 // decode unmarshals the JSON body into v.
@@ -48,13 +51,17 @@ func (s *Server) serve(h handler) http.HandlerFunc {
 			return
 		}
 		s.mu.Lock()
-		status, out, e := h(&request{Request: hr, body: body, files: files})
+		req := &request{Request: hr, body: body, files: files}
+		status, out, e := h(req)
 		var data []byte
 		var err error
 		if e == nil && out != nil {
 			data, err = json.Marshal(out)
 		}
 		s.mu.Unlock()
+		if req.after != nil {
+			req.after()
+		}
 
 		switch {
 		case e != nil:

@@ -13,6 +13,11 @@ import (
 type fault struct {
 	status     int
 	retryAfter time.Duration // 429 only
+	// sticky faults stay until ClearFaults: an outage.
+	sticky bool
+	// after faults let the call do what it does, then answer status: a
+	// request Discord carried out whose answer was lost.
+	after bool
 }
 
 // RateLimit makes the next n calls of route answer 429 with retry_after
@@ -30,7 +35,23 @@ func (s *Server) Fail(route Route, n int, status int) {
 	s.inject(route, n, fault{status: status})
 }
 
-// ClearFaults drops the faults and rate limits still pending on route.
+// Down makes every call of route answer status until ClearFaults(route):
+// an outage of that endpoint.
+func (s *Server) Down(route Route, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[route] = []fault{{status: status, sticky: true}}
+}
+
+// FailAfter makes the next n calls of route do what they do (a message
+// is created) and then answer status, as when Discord carried a request
+// out but its answer never reached the caller.
+func (s *Server) FailAfter(route Route, n int, status int) {
+	s.inject(route, n, fault{status: status, after: true})
+}
+
+// ClearFaults drops the faults and rate limits still pending on route,
+// and ends its outage (Down).
 func (s *Server) ClearFaults(route Route) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -50,7 +71,9 @@ func (s *Server) popFaultLocked(route Route) (fault, bool) {
 	if len(q) == 0 {
 		return fault{}, false
 	}
-	s.faults[route] = q[1:]
+	if !q[0].sticky {
+		s.faults[route] = q[1:]
+	}
 	return q[0], true
 }
 

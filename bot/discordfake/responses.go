@@ -73,6 +73,20 @@ func newResponse(ix *interaction, kind ResponseKind, body []byte, mb *messageBod
 	return r
 }
 
+// OnAck makes f run each time the server accepts the first callback of
+// an interaction (its acknowledgement), before the bot has the answer:
+// a test can act at the instant the bot's acknowledgement went out (stop
+// the bot, say). f must not wait for the bot. nil removes it.
+func (s *Server) OnAck(f func(*Interaction)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onAck = f
+}
+
+// CustomID is the custom_id of the component clicked or of the modal
+// submitted; "" for a command.
+func (i *Interaction) CustomID() string { return i.ix.customID }
+
 // Responses returns the bot's accepted responses, in order.
 func (i *Interaction) Responses() []Response {
 	i.s.mu.Lock()

@@ -99,6 +99,10 @@ func (s *Server) createInteractionResponse(r *request) (int, any, *apiError) {
 	}
 	ix.responses = append(ix.responses, resp)
 	s.notifyLocked()
+	if f := s.onAck; f != nil {
+		handle := &Interaction{ID: ix.id, Token: ix.token, s: s, ix: ix}
+		r.after = func() { f(handle) }
+	}
 	return noContent()
 }
 

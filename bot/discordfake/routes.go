@@ -124,6 +124,9 @@ func (s *Server) wrap(route Route, h http.HandlerFunc) http.HandlerFunc {
 		s.notifyLocked()
 		s.mu.Unlock()
 
+		if faulted && f.after {
+			h(discardResponse{h: http.Header{}}, r)
+		}
 		if faulted {
 			setRateLimitHeaders(w.Header(), route, &f)
 			f.write(w)
@@ -146,3 +149,11 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	setRateLimitHeaders(w.Header(), Route(r.Method+" "+r.URL.Path), nil)
 	writeError(w, &apiError{status: http.StatusNotFound, Message: "404: Not Found"})
 }
+
+// discardResponse is a ResponseWriter that drops what it is given: the
+// answer of a call a FailAfter fault replaces.
+type discardResponse struct{ h http.Header }
+
+func (d discardResponse) Header() http.Header         { return d.h }
+func (d discardResponse) Write(b []byte) (int, error) { return len(b), nil }
+func (d discardResponse) WriteHeader(int)             {}

@@ -67,9 +67,10 @@ type Server struct {
 	outage     bool // StopGateway was called, StartGateway not since
 	intents    discordgo.Intent
 
-	webhookList []*webhook      // channel webhooks, in the order they were made
-	noWebhooks  map[string]bool // channels where the bot may not manage webhooks
-	holds       []*hold         // webhook executions to hold (HoldWebhook)
+	onAck       func(*Interaction) // see OnAck
+	webhookList []*webhook         // channel webhooks, in the order they were made
+	noWebhooks  map[string]bool    // channels where the bot may not manage webhooks
+	holds       []*hold            // webhook executions to hold (HoldWebhook)
 
 	oauthSecret string                // the application's client secret
 	oauthUser   string                // who authorizes next; "" is the default user

@@ -351,3 +351,13 @@ func (i *Interaction) WaitExpired(tb testing.TB) {
 	tb.Helper()
 	must(tb, i.Interaction.WaitExpired())
 }
+
+// OnAck makes f run each time the server accepts the first callback of an
+// interaction (discordfake's OnAck); nil removes it.
+func (s *Server) OnAck(f func(*Interaction)) {
+	if f == nil {
+		s.Server.OnAck(nil)
+		return
+	}
+	s.Server.OnAck(func(ix *discordfake.Interaction) { f(&Interaction{ix}) })
+}

@@ -283,3 +283,35 @@ type fatalRecorder struct {
 func (f *fatalRecorder) Helper() {}
 
 func (f *fatalRecorder) Fatalf(format string, args ...any) { f.msg = fmt.Sprintf(format, args...) }
+
+// OnAck runs once the acknowledgement is accepted and before the bot has
+// the answer; a second callback is not an acknowledgement.
+func TestOnAckRunsBeforeTheAnswer(t *testing.T) {
+	t.Parallel()
+	dc := discordtest.New(t)
+	s := connect(t, dc, allIntents)
+	registerGuild(t, s, dc, askCommand)
+	got := interactions(s)
+	var answered bool
+	acks := 0
+	dc.OnAck(func(ix *discordtest.Interaction) {
+		acks++
+		if answered || !ix.Acked() {
+			t.Errorf("OnAck ran with answered %v, acked %v; want it acked, not answered yet", answered, ix.Acked())
+		}
+	})
+	dc.SlashCommand(t, discordtest.SlashCommand{Name: "ask", ChannelID: dc.ChannelID("general"),
+		Options: []discordtest.CommandOption{discordtest.StringOption("question", "why?")}})
+	i := next(t, got)
+	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}
+	if err := s.InteractionRespond(i, resp); err != nil {
+		t.Fatal(err)
+	}
+	answered = true
+	if err := s.InteractionRespond(i, resp); err == nil {
+		t.Error("a second callback was accepted")
+	}
+	if acks != 1 {
+		t.Errorf("OnAck ran %d times, want 1", acks)
+	}
+}

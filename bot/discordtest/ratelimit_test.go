@@ -94,3 +94,36 @@ func TestUnknownRoutesAndHeaders(t *testing.T) {
 		}
 	}
 }
+
+// Down fails every call of a route until ClearFaults; FailAfter carries a
+// call out and answers an error all the same.
+func TestOutageAndLostAnswers(t *testing.T) {
+	t.Parallel()
+	dc := discordtest.New(t)
+	s, err := bot.NewSession(dc.Token(), dc.URL(), allIntents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	general := dc.ChannelID("general")
+	dc.Down(discordtest.RouteCreateMessage, http.StatusServiceUnavailable)
+	for _, text := range []string{"a", "b", "c"} {
+		if _, err := s.ChannelMessageSend(general, text); restStatus(err) != 503 {
+			t.Errorf("during the outage: got %v, want a 503 error", err)
+		}
+	}
+	dc.ClearFaults(discordtest.RouteCreateMessage)
+	if _, err := s.ChannelMessageSend(general, "d"); err != nil {
+		t.Errorf("after the outage: %v", err)
+	}
+	dc.FailAfter(discordtest.RouteCreateMessage, 1, http.StatusInternalServerError)
+	if _, err := s.ChannelMessageSend(general, "e"); restStatus(err) != 500 {
+		t.Errorf("a lost answer: got %v, want a 500 error", err)
+	}
+	var got []string
+	for _, m := range dc.Messages(general) {
+		got = append(got, m.Content)
+	}
+	if len(got) != 2 || got[0] != "d" || got[1] != "e" {
+		t.Errorf("messages %q, want [d e]: none during the outage, the lost answer's posted", got)
+	}
+}

@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"runtime/pprof"
 	"runtime/trace"
 	"strings"
-	"sync/atomic"
+	"time"
 
 	"github.com/callonbot/callon/config"
 	"github.com/callonbot/callon/internal/bench"
@@ -70,15 +71,16 @@ func benchCmd(ctx context.Context, cfg config.Config, args []string, stdout, std
 	}
 	deps := bench.Deps{
 		DatabaseURL: cfg.DatabaseURL,
-		Start: func(ctx context.Context, env map[string]string, statements *atomic.Int64) error {
+		Start: func(ctx context.Context, env map[string]string, opts ...store.Option) error {
 			cfg := config.Load(func(k string) string { return env[k] })
 			if err := cfg.Validate(config.NeedDatabase | config.NeedDiscord | config.NeedLLM); err != nil {
 				return err
 			}
-			return serve(ctx, cfg, newLogger(cfg, stderr), true, store.WithStatementCounter(statements))
+			return serve(ctx, cfg, newLogger(cfg, stderr), true, opts...)
 		},
-		Command:  command,
-		Progress: stderr,
+		Statements: o.statements,
+		Command:    command,
+		Progress:   stderr,
 	}
 	rep, err := bench.Run(ctx, deps, sizes, only)
 	if err != nil {
@@ -109,7 +111,7 @@ func selfCommand(env map[string]string) *exec.Cmd {
 
 // benchOptions are callon bench's flags besides the sizes.
 type benchOptions struct {
-	quick, json               bool
+	quick, json, statements   bool
 	stages, cpuProfile, trace string
 }
 
@@ -119,6 +121,7 @@ func (o *benchOptions) declare(fs *flag.FlagSet, sizes *bench.Sizes) {
 	fs.StringVar(&o.stages, "stages", "", "comma-separated stages to run (default all): "+strings.Join(bench.Stages, ","))
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&o.trace, "trace", "", "write an execution trace of the run to this file")
+	fs.BoolVar(&o.statements, "statements", false, "list the Postgres statements of each kind of turn (and of the idle process) by text")
 	fs.IntVar(&sizes.Turns, "turns", sizes.Turns, "measured turns of each kind")
 	fs.DurationVar(&sizes.ModelLatency, "model-latency", sizes.ModelLatency, "how long the fake model takes per call")
 	fs.IntVar(&sizes.ContextTurns, "context-turns", sizes.ContextTurns, "turns of the context-growth session")
@@ -128,4 +131,27 @@ func (o *benchOptions) declare(fs *flag.FlagSet, sizes *bench.Sizes) {
 	fs.IntVar(&sizes.ActiveSessions, "active-sessions", sizes.ActiveSessions, "sessions with a turn in flight at once")
 	fs.IntVar(&sizes.DormantSessions, "dormant-sessions", sizes.DormantSessions, "active sessions with nothing to do")
 	fs.IntVar(&sizes.Kills, "kills", sizes.Kills, "process deaths of the recovery stage")
+	fs.DurationVar(&sizes.RecoveryLatency, "recovery-latency", sizes.RecoveryLatency, "how long each model call takes in the recovery stage")
+	fs.Func("outages", "comma-separated lengths of the outages of the outage stage (default "+durations(sizes.Outages)+")", func(v string) error {
+		sizes.Outages = nil
+		for _, f := range strings.Split(v, ",") {
+			d, err := time.ParseDuration(strings.TrimSpace(f))
+			if err != nil || d <= 0 {
+				return fmt.Errorf("%q is not a positive duration", f)
+			}
+			sizes.Outages = append(sizes.Outages, d)
+		}
+		return nil
+	})
+	fs.IntVar(&sizes.OutageTeams, "outage-teams", sizes.OutageTeams, "teams writing during each outage")
+	fs.IntVar(&sizes.Shutdowns, "shutdowns", sizes.Shutdowns, "stops of the shutdown stage")
+}
+
+// durations lists ds as a flag takes them.
+func durations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.String()
+	}
+	return strings.Join(parts, ",")
 }

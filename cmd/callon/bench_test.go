@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -49,13 +50,14 @@ func TestBenchQuick(t *testing.T) {
 	if rep.Machine.CPUs < 1 || rep.Machine.GoVersion == "" {
 		t.Errorf("machine = %+v, want the Go version and the CPUs", rep.Machine)
 	}
-	if rep.Sizes != bench.QuickSizes() {
+	if !reflect.DeepEqual(rep.Sizes, bench.QuickSizes()) {
 		t.Errorf("sizes = %+v, want the quick ones %+v", rep.Sizes, bench.QuickSizes())
 	}
 	want := map[string]bool{ // stage: reports a latency
 		"turn.direct": true, "turn.parallel3": true, "turn.parallel5": true, "turn.chain2": true, "turn.idle": false,
 		"context": false, "pickup": true, "burndown": false,
-		"scale.empty": false, "scale.dormant": false, "scale.active": false, "recovery": true,
+		"scale.empty": false, "scale.dormant": false, "scale.active": false, "recovery": true, "recovery.overhead": true,
+		"outage.2s": true, "shutdown": true,
 		"presence.off": true, "presence.memory": true, "presence.memory.remember": true, "presence.review": true,
 		"presence.review.merged": true, "presence.personas": true,
 	}

@@ -165,8 +165,8 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	owner := proc.NewOwner()
 	listener := st.NewListener()
 	live := st.NewLiveness(owner)
-	wake := func() <-chan string {
-		ch, _ := listener.Subscribe()
+	wake := func(kinds ...store.Kinds) <-chan string {
+		ch, _ := listener.Subscribe(kinds...)
 		return ch
 	}
 	// A chat serves the terminal teams attached to it, nothing else: the
@@ -176,18 +176,18 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	features := master.NewFeatureConfig(st, fileFeatures(cfg.Features))
 	svc := master.NewService(master.ServiceConfig{MaxQueued: cfg.Caps.MaxQueuedTurns, Features: chatFeatures(f, features)}, st, roster)
 	pool := workers.New(workers.Config{ID: owner, Scope: scope, Slots: max(lim.WorkerSlots, 1), Lease: lim.TaskLease, Heartbeat: lim.Heartbeat(),
-		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake(),
+		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake(store.WakeTasks),
 		MaxOutput: lim.MaxOutput, Tools: tools, ApprovalTimeout: cfg.Tools.ApprovalTimeout, Ask: render.Ask}, st, model, log)
 	cmds := master.NewCommands(master.CommandsConfig{Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roster, Budget: budget,
 		Owner: owner, MaxOutput: lim.MaxOutput}, st, model, log)
 	orch := master.NewOrchestrator(master.OrchestratorConfig{
 		Owner: owner, Scope: scope, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks, MaxRoles: lim.MaxWorkers,
-		History: lim.History, Budget: budget, MaxOutput: lim.MaxOutput, Lease: lim.TaskLease, Wake: wake(), Catalog: roster,
+		History: lim.History, Budget: budget, MaxOutput: lim.MaxOutput, Lease: lim.TaskLease, Wake: wake(store.WakeMaster), Catalog: roster,
 		Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls, Instructions: cfg.MasterPrompt,
 		Memory: st, Reviews: st,
 	}, st, model, log)
-	sender := master.NewOutbox(master.OutboxConfig{Owner: owner, Scope: scope, RetryFor: lim.OutboxRetryFor, Wake: wake(), Poll: 200 * time.Millisecond}, st, out, log)
+	sender := master.NewOutbox(master.OutboxConfig{Owner: owner, Scope: scope, RetryFor: lim.OutboxRetryFor, Wake: wake(store.WakeOutbox), Poll: 200 * time.Millisecond}, st, out, log)
 	pres := bot.NewPresenter(bot.PresenterConfig{Tick: 500 * time.Millisecond, Scope: scope}, st, out, log)
 	settler := bot.NewSettler(bot.SettlerConfig{Poll: 500 * time.Millisecond, Scope: scope}, st, out, log)
 	approvals := master.NewApprovals(st, log)

@@ -62,6 +62,9 @@ type world struct {
 	logs  *logBook      // every log line of every process of the world
 
 	stop func() // stops the running process and waits for it
+	// sigterm asks the running process to stop, as SIGTERM does, and
+	// returns at once; stop then waits for it.
+	sigterm func()
 }
 
 // setup starts callon with the model answering from script. env adds or
@@ -97,7 +100,7 @@ func newWorld(t *testing.T, dc *discordtest.Server, script llmtest.Script, env .
 	for i := 0; i+1 < len(env); i += 2 {
 		w.env[env[i]] = env[i+1]
 	}
-	w.stop = func() {}
+	w.stop, w.sigterm = func() {}, func() {}
 	return w
 }
 
@@ -111,6 +114,7 @@ func (w *world) start() {
 		done <- run(ctx, nil, func(k string) string { return w.env[k] }, strings.NewReader(""), logs, logs)
 	}()
 	var once sync.Once
+	w.sigterm = cancel
 	w.stop = func() {
 		once.Do(func() {
 			cancel()

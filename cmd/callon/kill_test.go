@@ -59,9 +59,25 @@ func TestKillTakeover(t *testing.T) {
 		took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), took)
 }
 
+// A process killed in a model call has its work taken over without a
+// sweep and without a lease running out: with sweeps an hour apart and
+// hour-long leases, the survivor still answers, once, because it was
+// waiting on the dead process's liveness lock and took over the moment
+// the lock was free. (Before, only the next sweep found the dead process.)
+func TestKillTakeoverWithoutASweep(t *testing.T) {
+	t.Parallel()
+	for _, inWorker := range []bool{true, false} {
+		t.Run(fmt.Sprint("worker=", inWorker), func(t *testing.T) {
+			t.Parallel()
+			killOnce(t, inWorker, "CALLON_SWEEP_INTERVAL", "1h", "CALLON_TASK_LEASE", "1h")
+		})
+	}
+}
+
 // killOnce kills the process holding a worker's task (inWorker) or the
 // master's decision, and returns the time from the kill to the reply.
-func killOnce(t *testing.T, inWorker bool) time.Duration {
+// env adds to or overrides the processes' environment.
+func killOnce(t *testing.T, inWorker bool, env ...string) time.Duration {
 	t.Helper()
 	var mu sync.Mutex
 	held := make(chan struct{})    // the doomed process is in the model call
@@ -93,7 +109,7 @@ func killOnce(t *testing.T, inWorker bool) time.Duration {
 	}
 	w := newWorld(t, discordtest.New(t), llmtest.Switch(
 		llmtest.Match(masterPrompt, masterScript),
-		llmtest.Match("You are the researcher", workerScript)))
+		llmtest.Match("You are the researcher", workerScript)), env...)
 	kill := w.spawn()
 	w.dc.WaitConnected(t)
 	w.dc.WaitFor(t, func() bool { return len(w.dc.Commands("")) == commandCount }, "the commands registered")

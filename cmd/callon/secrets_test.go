@@ -79,10 +79,13 @@ roles:
 			w.count(`SELECT count(*)::int FROM webhook_events WHERE last_error IS NOT NULL AND url IS NOT NULL`) > 0
 	}, "a webhook delivery and a callback to fail")
 
+	w.logs.mu.Lock() // callon still runs, and logs
+	logged := strings.Join(w.logs.lines, "")
+	w.logs.mu.Unlock()
 	sinks := map[string]string{
 		"the model's prompts": modelRequests(w),
 		"the database":        dumpDatabase(t, w),
-		"the log":             strings.Join(w.logs.lines, ""),
+		"the log":             logged,
 		"Discord":             discordText(w),
 	}
 	for sink, text := range sinks {

@@ -107,6 +107,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return listener.Run(ctx) })
 	g.Go(func() error { return live.Run(ctx) })
+	g.Go(func() error { return live.Watch(ctx) })
 	g.Go(func() error {
 		fs := checkModels(ctx, model, cfg)
 		if withBot {
@@ -124,8 +125,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	// another one is changing.
 	dormancy := master.NewDormancy(master.DormancyConfig{Idle: cfg.Caps.SessionIdle}, st, log)
 	g.Go(func() error { return dormancy.Run(ctx) })
-	wake := func() <-chan string {
-		ch, _ := listener.Subscribe()
+	// Each consumer is woken for its own kind of work only.
+	wake := func(kinds ...store.Kinds) <-chan string {
+		ch, _ := listener.Subscribe(kinds...)
 		return ch
 	}
 	cancelSession := func(int64) {} // other processes hear of it through the wake-up
@@ -140,7 +142,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			WorkerModel: cfg.WorkerModel,
 			Budget:      budget,
 			MaxOutput:   lim.MaxOutput,
-			Wake:        wake(),
+			Wake:        wake(store.WakeTasks),
 			Metrics:     reg,
 			Vision:      cfg.Attachments.Vision,
 			Tools:       toolMgr,
@@ -182,25 +184,25 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		orch := master.NewOrchestrator(master.OrchestratorConfig{
 			Owner: owner, Model: cfg.MasterModel, MaxRounds: lim.MaxRounds, MaxTasks: lim.MaxTasks,
 			MaxRoles: lim.MaxWorkers, History: lim.History, Budget: budget, MaxOutput: lim.MaxOutput,
-			Lease: lim.TaskLease, Wake: wake(), Catalog: roles.Roster,
+			Lease: lim.TaskLease, Wake: wake(store.WakeMaster), Catalog: roles.Roster,
 			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth, ReportCap: cfg.HandBack.ReportCap,
 			Channels: b.Channels(), Service: svc, Guilds: b.Channels(), Archive: b.Messenger().Archive, Metrics: reg,
 			Vision: att.Vision(cfg.MasterModel), Instructions: cfg.MasterPrompt, Memory: st, Reviews: st,
 		}, st, masterModel, log)
 		out := b.Messenger()
-		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(), Metrics: reg, Personas: st}, st, out, log)
-		pres := bot.NewPresenter(bot.PresenterConfig{Prices: prices}, st, out, log)
-		settler := bot.NewSettler(bot.SettlerConfig{}, st, out, log)
+		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(store.WakeOutbox), Metrics: reg, Personas: st}, st, out, log)
+		pres := bot.NewPresenter(bot.PresenterConfig{Prices: prices, Wake: wake(store.WakeMaster)}, st, out, log)
+		settler := bot.NewSettler(bot.SettlerConfig{Wake: wake(store.WakeApprovals)}, st, out, log)
 		g.Go(func() error { return b.Run(ctx) })
 		g.Go(func() error { return orch.Run(ctx) })
 		g.Go(func() error { return disp.Run(ctx) })
 		g.Go(func() error { return pres.Run(ctx) })
-		fetch := master.NewFetcher(master.FetcherConfig{Owner: owner, MaxFile: att.MaxFile, Wake: wake()}, st, bot.NewDownloader(att.CDN()), log)
+		fetch := master.NewFetcher(master.FetcherConfig{Owner: owner, MaxFile: att.MaxFile, Wake: wake(store.WakeFiles)}, st, bot.NewDownloader(att.CDN()), log)
 		g.Go(func() error { return fetch.Run(ctx) })
 		g.Go(func() error { return settler.Run(ctx) })
 		if cfg.Webhook.Enabled() || cfg.API.Enabled() {
-			hooks, err := newWebhookSender(cfg, st, wake(), reg, log)
+			hooks, err := newWebhookSender(cfg, st, wake(store.WakeWebhooks), reg, log)
 			if err != nil {
 				return err
 			}

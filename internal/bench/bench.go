@@ -6,7 +6,9 @@
 // parallel turns and of a chain, with the Discord REST calls and Postgres
 // statements each costs; task pickup and burn-down through the real
 // worker pool; the memory and goroutines of many sessions; the master's
-// prompt as a session grows; and recovery after a process is killed.
+// prompt as a session grows; recovery after a process is killed, after
+// an outage of Discord's message posts, and what a stop does to work
+// callon acknowledged. Stages with a target print it beside the figure.
 //
 // Figures belong in docs/performance.md and in this report, never in timed assertions:
 // the smoke test checks that every stage runs and reports samples.
@@ -22,8 +24,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
+
+	"github.com/callonbot/callon/store"
 )
 
 // Sizes sets how much each stage does.
@@ -38,27 +41,41 @@ type Sizes struct {
 	// time at PickupRate per second.
 	PickupTasks int `json:"pickup_tasks"`
 	PickupRate  int `json:"pickup_rate"`
-	// BurnTasks is how many no-op tasks the burn-down stage runs.
+	// BurnTasks is how many no-op tasks the burn-down stage runs, through
+	// a pool of BurnSlots slots (config.DefaultWorkerSlots when 0).
 	BurnTasks int `json:"burn_tasks"`
+	BurnSlots int `json:"burn_slots,omitempty"`
 	// ActiveSessions each have a turn in flight at once; DormantSessions
 	// are active teams with nothing to do.
 	ActiveSessions  int `json:"active_sessions"`
 	DormantSessions int `json:"dormant_sessions"`
-	// Kills is how many simulated process deaths the recovery stage has.
-	Kills int `json:"kills"`
+	// Kills is how many simulated process deaths the recovery stage has;
+	// RecoveryLatency is how long each model call takes there.
+	Kills           int           `json:"kills"`
+	RecoveryLatency time.Duration `json:"recovery_latency_ns"`
+	// Outages are the lengths of the outages of Discord's message posts
+	// the outage stage measures the recovery from, each in a world of its
+	// own with OutageTeams teams, at once.
+	Outages     []time.Duration `json:"outages_ns"`
+	OutageTeams int             `json:"outage_teams"`
+	// Shutdowns is how many times the shutdown stage stops callon at the
+	// instant its acknowledgements of a click and a form went out.
+	Shutdowns int `json:"shutdowns"`
 }
 
 // DefaultSizes are the sizes of a default run: a few minutes on two cores.
 func DefaultSizes() Sizes {
 	return Sizes{Turns: 30, ContextTurns: 100, PickupTasks: 1000, PickupRate: 200, BurnTasks: 20000,
-		ActiveSessions: 1000, DormantSessions: 10000, Kills: 4}
+		ActiveSessions: 1000, DormantSessions: 10000, Kills: 10, RecoveryLatency: time.Second,
+		Outages: []time.Duration{90 * time.Second, 10 * time.Minute}, OutageTeams: 10, Shutdowns: 5}
 }
 
 // QuickSizes are small sizes, for the smoke test: every stage runs and
 // reports samples in a few seconds.
 func QuickSizes() Sizes {
 	return Sizes{Turns: 2, ContextTurns: 6, PickupTasks: 10, PickupRate: 200, BurnTasks: 50,
-		ActiveSessions: 5, DormantSessions: 20, Kills: 1}
+		ActiveSessions: 5, DormantSessions: 20, Kills: 1, RecoveryLatency: 100 * time.Millisecond,
+		Outages: []time.Duration{2 * time.Second}, OutageTeams: 2, Shutdowns: 1}
 }
 
 // Deps is what the bench needs from the program that runs it.
@@ -67,19 +84,22 @@ type Deps struct {
 	// databases; each world gets a database of its own, dropped after.
 	DatabaseURL string
 	// Start runs callon (bot, master, workers) in this process with env as
-	// its whole environment until ctx ends, counting its Postgres
-	// statements on statements.
-	Start func(ctx context.Context, env map[string]string, statements *atomic.Int64) error
+	// its whole environment until ctx ends, its store opened with opts
+	// (the bench counts and lists its statements with them).
+	Start func(ctx context.Context, env map[string]string, opts ...store.Option) error
 	// Command returns a command that runs callon (bot, master, workers)
 	// as a process of its own with env as its environment.
 	Command func(env map[string]string) *exec.Cmd
 	// Progress receives a line as each stage starts; nil discards them.
 	Progress io.Writer
+	// Statements, when set, makes the turns stage list the statements of
+	// each kind of turn (per turn, by text) in its report.
+	Statements bool
 }
 
 // Stages lists the stage names in the order they run; Run's only picks
 // some of them.
-var Stages = []string{"turns", "presence", "context", "pickup", "burndown", "scale", "recovery"}
+var Stages = []string{"turns", "presence", "context", "pickup", "burndown", "scale", "recovery", "outage", "shutdown"}
 
 // Report is what a run measured.
 type Report struct {
@@ -110,6 +130,26 @@ type StageResult struct {
 	Latency *Dist `json:"latency_ms,omitempty"`
 	// Values are the stage's other figures, each named with its unit.
 	Values []Value `json:"values,omitempty"`
+	// Target is the figure the stage is held to, in words ("p50 ≤ 1 s");
+	// Met says whether this run met it.
+	Target string `json:"target,omitempty"`
+	Met    *bool  `json:"met,omitempty"`
+	// Statements lists what the stage sent to Postgres, per sample, by
+	// statement (with --statements).
+	Statements []Statement `json:"statements,omitempty"`
+}
+
+// Statement is one statement's text (its first line or so) and how many
+// times a sample sent it.
+type Statement struct {
+	SQL     string  `json:"sql"`
+	PerTurn float64 `json:"per_sample"`
+}
+
+// target sets the stage's target and whether it was met.
+func (s StageResult) target(what string, met bool) StageResult {
+	s.Target, s.Met = what, &met
+	return s
 }
 
 // Value is one named figure.
@@ -164,7 +204,7 @@ func Run(ctx context.Context, deps Deps, sizes Sizes, only []string) (*Report, e
 	b := &bench{deps: deps, sizes: sizes}
 	runs := map[string]func(context.Context) ([]StageResult, error){
 		"turns": b.turns, "presence": b.presence, "context": b.contextGrowth, "pickup": b.pickup, "burndown": b.burndown,
-		"scale": b.scale, "recovery": b.recovery,
+		"scale": b.scale, "recovery": b.recovery, "outage": b.outages, "shutdown": b.shutdown,
 	}
 	for _, name := range Stages {
 		if len(only) > 0 && !slices.Contains(only, name) {
@@ -227,11 +267,27 @@ func (r *Report) WriteTable(w io.Writer) error {
 		for _, v := range s.Values {
 			vals = append(vals, fmt.Sprintf("%s %s %s", v.Name, num(v.Value), v.Unit))
 		}
+		if s.Target != "" {
+			verdict := "met"
+			if s.Met != nil && !*s.Met {
+				verdict = "NOT met"
+			}
+			vals = append(vals, fmt.Sprintf("target %s: %s", s.Target, verdict))
+		}
 		fmt.Fprintf(&b, "%-18s %7d %9s %9s %9s  %s\n", s.Name, s.Samples, p50, p95, p99, strings.Join(vals, " · "))
 	}
 	b.WriteString("\n")
 	for _, s := range r.Stages {
 		fmt.Fprintf(&b, "%-18s %s\n", s.Name, s.What)
+	}
+	for _, s := range r.Stages {
+		if len(s.Statements) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s: statements per sample\n", s.Name)
+		for _, st := range s.Statements {
+			fmt.Fprintf(&b, "  %6s  %s\n", num(st.PerTurn), st.SQL)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

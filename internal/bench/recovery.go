@@ -48,32 +48,48 @@ func (t *trap) script(next llmfake.Script) llmfake.Script {
 	}
 }
 
+// recoveryTarget bounds what a process's death adds to the reply: the
+// time from the kill to the reply beyond the model's time (the cut-off
+// call made again, and the calls after it).
+const recoveryTarget = time.Second
+
 // recovery kills (SIGKILL) a callon process in the middle of a model call
 // for a team — a worker's task or the master's decision, in turn — while
-// a second process runs, and measures from the kill to the reply.
+// a second process runs, and measures from the kill to the reply, and
+// that time less the model's answering in between (every call takes
+// RecoveryLatency).
 func (b *bench) recovery(ctx context.Context) ([]StageResult, error) {
 	t := &trap{}
-	w, err := b.newWorld(ctx, t.script(script(0)))
+	w, err := b.newWorld(ctx, t.script(script(b.sizes.RecoveryLatency)))
 	if err != nil {
 		return nil, err
 	}
 	defer w.close()
-	var took []time.Duration
+	var took, over []time.Duration
 	for i := range b.sizes.Kills {
-		d, err := w.killOnce(ctx, t, i)
+		d, model, err := w.killOnce(ctx, t, i)
 		if err != nil {
 			return nil, err
 		}
-		took = append(took, d)
+		took, over = append(took, d), append(over, d-model)
 	}
-	return []StageResult{{Name: "recovery", Samples: len(took), Latency: dist(took),
-		What: "kill → reply: a process killed in a model call (worker's and master's in turn), another one takes over"}}, w.tb.err()
+	lat := fmt.Sprintf(" (each model call %s)", b.sizes.RecoveryLatency)
+	overhead := dist(over)
+	return []StageResult{
+		{Name: "recovery", Samples: len(took), Latency: dist(took),
+			What: "kill → reply: a process killed in a model call (worker's and master's in turn), another one takes over" + lat},
+		StageResult{Name: "recovery.overhead", Samples: len(over), Latency: overhead,
+			What: "kill → reply less the model's time after the kill: what the death itself costs" + lat,
+		}.target(fmt.Sprintf("p50 ≤ %s", recoveryTarget), overhead.P50 <= ms(recoveryTarget)),
+	}, w.tb.err()
 }
 
-func (w *world) killOnce(ctx context.Context, t *trap, i int) (time.Duration, error) {
+// killOnce kills a process in a model call and returns the time from the
+// kill to the reply, and how much of it the model was answering.
+func (w *world) killOnce(ctx context.Context, t *trap, i int) (took, model time.Duration, err error) {
 	doomed, err := w.spawn()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer doomed.kill()
 	thread := w.team(fmt.Sprintf("bench recovery %d", i))
@@ -87,12 +103,12 @@ func (w *world) killOnce(ctx context.Context, t *trap, i int) (time.Duration, er
 	select {
 	case <-t.held:
 	case <-time.After(time.Minute):
-		return 0, fmt.Errorf("the process to kill never reached the model call")
+		return 0, 0, fmt.Errorf("the process to kill never reached the model call")
 	}
 	// The survivor.
 	before := len(w.dc.IdentifyLog())
 	if err := w.start(ctx); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	w.dc.WaitFor(w.tb, func() bool { return len(w.dc.IdentifyLog()) > before }, "the survivor to connect")
 	killed := time.Now()
@@ -110,5 +126,5 @@ func (w *world) killOnce(ctx context.Context, t *trap, i int) (time.Duration, er
 	}, "the survivor's reply")
 	err = w.stop()
 	w.stop = nil
-	return reply.Timestamp.Sub(killed), err
+	return reply.Timestamp.Sub(killed), modelTime(w.ai.Requests(), killed, reply.Timestamp), err
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -155,11 +156,16 @@ func (tw *taskWorld) waitEnded(ctx context.Context, n int, limit time.Duration) 
 // runPool runs the real worker pool, woken by the store's listener as in
 // callon, until the returned function is called.
 func (tw *taskWorld) runPool(ctx context.Context) (stop func()) {
+	return tw.runPoolSlots(ctx, config.DefaultWorkerSlots)
+}
+
+// runPoolSlots is runPool with slots slots.
+func (tw *taskWorld) runPoolSlots(ctx context.Context, slots int) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	listener := tw.st.NewListener()
-	wake, _ := listener.Subscribe()
+	wake, _ := listener.Subscribe(store.WakeTasks)
 	pool := workers.New(workers.Config{
-		ID: "bench-worker", Slots: config.DefaultWorkerSlots, Wake: wake, Metrics: tw,
+		ID: "bench-worker", Slots: slots, Wake: wake, Metrics: tw,
 	}, tw.st, tw, slog.New(slog.DiscardHandler))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = listener.Run(ctx) }) // ends with ctx; the stage reads what it measured
@@ -226,13 +232,14 @@ func (b *bench) burndown(ctx context.Context) ([]StageResult, error) {
 		}
 	}
 	began := time.Now()
-	stop := tw.runPool(ctx)
+	slots := cmp.Or(b.sizes.BurnSlots, config.DefaultWorkerSlots)
+	stop := tw.runPoolSlots(ctx, slots)
 	defer stop()
 	if err := tw.waitEnded(ctx, n, 30*time.Minute); err != nil {
 		return nil, err
 	}
 	took := time.Since(began)
 	return []StageResult{{Name: "burndown", Samples: n,
-		What:   fmt.Sprintf("no-op tasks through the real pool's claims and completions (%d slots, instant model)", config.DefaultWorkerSlots),
+		What:   fmt.Sprintf("no-op tasks through the real pool's claims and completions (%d slots, instant model)", slots),
 		Values: []Value{{"throughput", float64(n) / took.Seconds(), "tasks/s"}, {"took", took.Seconds(), "s"}}}}, nil
 }

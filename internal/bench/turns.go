@@ -79,6 +79,9 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 		return nil, err
 	}
 	defer w.close()
+	if b.deps.Statements {
+		w.sql = &sqlLog{}
+	}
 	if err := w.start(ctx); err != nil {
 		return nil, err
 	}
@@ -89,8 +92,14 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 	// The background's statements (polls, sweeps, heartbeats of nothing)
 	// are measured idle and taken out of the per-turn figure.
 	w.settle()
+	if w.sql != nil {
+		w.sql.record()
+	}
 	idleFrom, idleStmts := time.Now(), w.statements.Load()
-	idle := 2 * time.Second
+	// A minute: every periodic job (the sweeps, the expired holds' once a
+	// minute, each consumer's 10 s safety poll) runs in it as often as it
+	// does in any minute.
+	idle := time.Minute
 	if b.sizes.Turns < 10 {
 		idle = 500 * time.Millisecond // --quick
 	}
@@ -100,6 +109,10 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 		return nil, ctx.Err()
 	}
 	idleRate := float64(w.statements.Load()-idleStmts) / time.Since(idleFrom).Seconds()
+	var idleList []Statement
+	if w.sql != nil {
+		idleList = w.sql.stop(int(idle / time.Second))
+	}
 
 	var out []StageResult
 	for _, k := range turnKinds {
@@ -108,6 +121,9 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 			w.turn(thread, fmt.Sprintf("[%s] warm-up %d", k.name, i))
 		}
 		w.settle()
+		if w.sql != nil {
+			w.sql.record()
+		}
 		from, calls, stmts := time.Now(), w.restCalls(), w.statements.Load()
 		var over []time.Duration
 		var modelSum time.Duration
@@ -119,8 +135,13 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 		w.settle()
 		n := float64(b.sizes.Turns)
 		background := idleRate * time.Since(from).Seconds()
+		var listed []Statement
+		if w.sql != nil {
+			listed = w.sql.stop(b.sizes.Turns)
+		}
 		out = append(out, StageResult{
-			Name: "turn." + k.name, Samples: len(over), Latency: dist(over),
+			Statements: listed,
+			Name:       "turn." + k.name, Samples: len(over), Latency: dist(over),
 			What: "turn overhead (reply latency minus model time): " + k.what,
 			Values: []Value{
 				{"rest", float64(w.restCalls()-calls) / n, "calls/turn"},
@@ -129,8 +150,12 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 			},
 		})
 	}
-	out = append(out, StageResult{Name: "turn.idle", Samples: 1, What: "statements a running callon sends with nothing to do",
-		Values: []Value{{"sql", idleRate, "statements/s"}}})
+	idleStage := StageResult{Name: "turn.idle", Samples: 1, What: "statements a running callon sends with nothing to do",
+		Values: []Value{{"sql", idleRate, "statements/s"}}, Statements: idleList}
+	if idleList != nil {
+		idleStage.What += " (listed: per second)"
+	}
+	out = append(out, idleStage)
 	return out, w.tb.err()
 }
 

@@ -1,11 +1,14 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +30,11 @@ type world struct {
 	env   map[string]string
 
 	statements atomic.Int64 // of the in-process app
+	sql        *sqlLog      // its statements by text, while recording
 	stop       func() error // stops the in-process app; nil when none runs
+	// sigterm asks the in-process app to stop, as SIGTERM does, and
+	// returns at once; stop then waits for it.
+	sigterm func()
 }
 
 // commandCount is how many slash commands callon registers; the app is
@@ -73,7 +80,12 @@ func (w *world) start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	env := maps.Clone(w.env)
-	go func() { done <- w.b.deps.Start(ctx, env, &w.statements) }()
+	opts := []store.Option{store.WithStatementCounter(&w.statements)}
+	if w.sql != nil {
+		opts = append(opts, store.WithStatementLog(w.sql.add))
+	}
+	go func() { done <- w.b.deps.Start(ctx, env, opts...) }()
+	w.sigterm = cancel
 	w.stop = func() error {
 		cancel()
 		select {
@@ -201,4 +213,52 @@ func (w *world) restCalls() int {
 		n += c
 	}
 	return n
+}
+
+// sqlLog counts statements by their text while recording.
+type sqlLog struct {
+	mu        sync.Mutex
+	recording bool
+	counts    map[string]int
+}
+
+func (l *sqlLog) add(sql string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.recording {
+		l.counts[shortSQL(sql)]++
+	}
+}
+
+// record starts counting afresh.
+func (l *sqlLog) record() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recording, l.counts = true, map[string]int{}
+}
+
+// stop ends the recording and returns the statements sent per sample,
+// most frequent first.
+func (l *sqlLog) stop(samples int) []Statement {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recording = false
+	out := make([]Statement, 0, len(l.counts))
+	for q, n := range l.counts {
+		out = append(out, Statement{SQL: q, PerTurn: float64(n) / float64(max(samples, 1))})
+	}
+	slices.SortFunc(out, func(a, b Statement) int {
+		return cmp.Or(cmp.Compare(b.PerTurn, a.PerTurn), strings.Compare(a.SQL, b.SQL))
+	})
+	return out
+}
+
+// shortSQL is a statement's text with its whitespace collapsed, cut to
+// what tells it apart.
+func shortSQL(sql string) string {
+	s := strings.Join(strings.Fields(sql), " ")
+	if r := []rune(s); len(r) > 110 {
+		s = string(r[:110]) + "…"
+	}
+	return s
 }

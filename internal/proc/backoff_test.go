@@ -39,3 +39,27 @@ func TestEveryRunsUntilCancelled(t *testing.T) {
 		t.Errorf("ran %d times, want 3 (then cancelled)", n)
 	}
 }
+
+// Due wakes a loop at each time work comes due, earliest first, however
+// they were set, and forgets the times passed.
+func TestDue(t *testing.T) {
+	t.Parallel()
+	var d Due
+	if got := d.Wait(time.Minute); got != time.Minute {
+		t.Errorf("nothing due: wait %s, want the poll", got)
+	}
+	now := time.Now()
+	d.Set(now.Add(time.Hour))
+	d.Set(now.Add(-time.Second)) // passed
+	d.Set(now.Add(30 * time.Second))
+	if got := d.Wait(time.Minute); got <= 0 || got > 30*time.Second {
+		t.Errorf("wait %s, want the 30 s one (the passed one forgotten)", got)
+	}
+	if got := d.Wait(10 * time.Second); got != 10*time.Second {
+		t.Errorf("wait %s, want the poll when it comes first", got)
+	}
+	d.at[0] = now.Add(-time.Millisecond) // the 30 s one passes
+	if got := d.Wait(2 * time.Hour); got < 59*time.Minute {
+		t.Errorf("wait %s, want the hour one next: a later time is not lost when an earlier passes", got)
+	}
+}
