@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/callonbot/callon/internal/proc"
@@ -90,18 +89,9 @@ func (f *Fetcher) Run(ctx context.Context) error {
 // Flush claims one batch of pending files and downloads them in
 // parallel. It returns how many it claimed.
 func (f *Fetcher) Flush(ctx context.Context) (int, error) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	atts, err := f.store.ClaimAttachments(cctx, f.cfg.Scope, f.cfg.Owner, f.cfg.Batch, f.cfg.Lease)
-	cancel()
-	if err != nil {
-		return 0, err
-	}
-	var wg sync.WaitGroup
-	for _, a := range atts {
-		wg.Go(func() { f.fetch(ctx, a) })
-	}
-	wg.Wait()
-	return len(atts), nil
+	return proc.Claim(ctx, func(ctx context.Context) ([]Attachment, error) {
+		return f.store.ClaimAttachments(ctx, f.cfg.Scope, f.cfg.Owner, f.cfg.Batch, f.cfg.Lease)
+	}, f.fetch)
 }
 
 // fetch downloads one claimed file and records the outcome.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -189,11 +188,11 @@ func (d *Outbox) flush(ctx context.Context) (int, error) {
 		}
 		byChannel[m.ChannelID] = append(byChannel[m.ChannelID], m)
 	}
-	var wg sync.WaitGroup
-	for _, ch := range order {
-		wg.Go(func() { d.deliver(ctx, byChannel[ch]) })
+	groups := make([][]OutMessage, len(order))
+	for i, ch := range order {
+		groups[i] = byChannel[ch]
 	}
-	wg.Wait()
+	proc.FanOut(ctx, groups, d.deliver) // each channel's in order, channels at once
 	return len(msgs), nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/callonbot/callon/internal/proc"
@@ -138,18 +137,9 @@ func (s *WebhookSender) Run(ctx context.Context) error {
 // Flush claims one batch of due events and delivers them in parallel. It
 // returns how many it claimed.
 func (s *WebhookSender) Flush(ctx context.Context) (int, error) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	evs, err := s.store.ClaimWebhooks(cctx, s.cfg.Batch, s.cfg.Lease)
-	cancel()
-	if err != nil || len(evs) == 0 {
-		return 0, err
-	}
-	var wg sync.WaitGroup
-	for _, ev := range evs {
-		wg.Go(func() { s.deliver(ctx, ev) })
-	}
-	wg.Wait()
-	return len(evs), nil
+	return proc.Claim(ctx, func(ctx context.Context) ([]WebhookEvent, error) {
+		return s.store.ClaimWebhooks(ctx, s.cfg.Batch, s.cfg.Lease)
+	}, s.deliver)
 }
 
 // deliver makes one attempt at ev and records how it went.

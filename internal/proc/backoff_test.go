@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 )
@@ -61,5 +62,30 @@ func TestDue(t *testing.T) {
 	d.at[0] = now.Add(-time.Millisecond) // the 30 s one passes
 	if got := d.Wait(2 * time.Hour); got < 59*time.Minute {
 		t.Errorf("wait %s, want the hour one next: a later time is not lost when an earlier passes", got)
+	}
+}
+
+// Claim hands every claimed item to each, all at once, and waits for
+// them; it returns how many it claimed, and a failed claim's error.
+func TestClaimFansOutAndWaits(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []int
+	release := make(chan struct{})
+	n, err := Claim(t.Context(), func(context.Context) ([]int, error) { return []int{1, 2, 3}, nil }, func(_ context.Context, i int) {
+		if i == 1 {
+			close(release) // the others wait for it: all run at once
+		} else {
+			<-release
+		}
+		mu.Lock()
+		got = append(got, i)
+		mu.Unlock()
+	})
+	if n != 3 || err != nil || len(got) != 3 {
+		t.Errorf("Claim = %d, %v, ran %v; want all 3 run before it returns", n, err, got)
+	}
+	if n, err := Claim(t.Context(), func(context.Context) ([]int, error) { return nil, context.Canceled }, func(context.Context, int) {}); n != 0 || err == nil {
+		t.Errorf("a failed claim: %d, %v", n, err)
 	}
 }

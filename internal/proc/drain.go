@@ -118,3 +118,29 @@ func Every(ctx context.Context, d time.Duration, f func(context.Context)) {
 		}
 	}
 }
+
+// claimTimeout bounds the statement that claims a batch.
+const claimTimeout = 10 * time.Second
+
+// Claim is one pass of a background sender: claim a batch (within 10 s)
+// and hand each item to each at once, waiting for all of them; it
+// returns how many it claimed, for Drain to know a full batch.
+func Claim[T any](ctx context.Context, claim func(context.Context) ([]T, error), each func(context.Context, T)) (int, error) {
+	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	items, err := claim(cctx)
+	cancel()
+	if err != nil || len(items) == 0 {
+		return 0, err
+	}
+	FanOut(ctx, items, each)
+	return len(items), nil
+}
+
+// FanOut runs each on every item at once and waits for all of them.
+func FanOut[T any](ctx context.Context, items []T, each func(context.Context, T)) {
+	var wg sync.WaitGroup
+	for _, it := range items {
+		wg.Go(func() { each(ctx, it) })
+	}
+	wg.Wait()
+}
