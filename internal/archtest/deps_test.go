@@ -144,20 +144,24 @@ func deps(t *testing.T, path string) []string {
 	return strings.Fields(out.String())
 }
 
-// The binary links the fake model server the demo and the bench use,
-// llm/llmfake, which is production code: no testing import, and not its
-// test adapter llm/llmtest. (bot/discordtest still brings testing in,
-// for callon bench: issue #24.)
-func TestTheBinaryLinksNoTestAdapterOfTheFakeModel(t *testing.T) {
+// A production binary links production code only: the fakes callon
+// bench and callon chat --demo run (bot/discordfake, llm/llmfake) are
+// production code, and their testing.TB adapters (bot/discordtest,
+// llm/llmtest) and every other test helper stay out: go list -deps
+// ./cmd/callon has neither testing nor any package of callon named
+// *test.
+func TestTheBinaryLinksNoTestCode(t *testing.T) {
 	t.Parallel()
-	for _, d := range deps(t, module+"/llm/llmfake") {
-		if d == "testing" || (under(d, module) && strings.HasSuffix(d, "test")) {
-			t.Errorf("llm/llmfake links %s: it is production code (callon chat --demo, callon bench)", d)
+	for _, fake := range []string{"/bot/discordfake", "/llm/llmfake", "/internal/e2e"} {
+		for _, d := range deps(t, module+fake) {
+			if d == "testing" || strings.HasPrefix(d, "testing/") || (under(d, module) && strings.HasSuffix(d, "test")) {
+				t.Errorf("%s links %s: it is production code (callon bench, callon chat --demo)", fake[1:], d)
+			}
 		}
 	}
 	for _, d := range deps(t, module+"/cmd/callon") {
-		if d == module+"/llm/llmtest" {
-			t.Errorf("cmd/callon links %s, a test helper: use llm/llmfake", d)
+		if d == "testing" || strings.HasPrefix(d, "testing/") || (under(d, module) && strings.HasSuffix(d, "test")) {
+			t.Errorf("cmd/callon links %s: the production binary links no test code", d)
 		}
 	}
 }

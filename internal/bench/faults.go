@@ -3,16 +3,13 @@ package bench
 import (
 	"fmt"
 	"sync"
-	"testing"
 )
 
-// fakeTB lets the test fake of Discord (bot/discordtest) run outside
-// a test. It calls Helper, Cleanup, Errorf and Fatalf; the embedded
-// interface is nil, so any other method would panic, which is the
-// fake's contract changing under us, not something to hide.
-type fakeTB struct {
-	testing.TB
-
+// faults collects what the fakes report while a stage runs (a request
+// the fake model did not expect), and the fake Discord's refusals and
+// timed-out waits, which end the stage (Fatalf panics; guard turns it
+// into the stage's error); it closes the fakes when the world closes.
+type faults struct {
 	mu       sync.Mutex
 	errs     []string
 	cleanups []func()
@@ -21,31 +18,25 @@ type fakeTB struct {
 // fatal is the panic of Fatalf; guard turns it into the stage's error.
 type fatal string
 
-func (t *fakeTB) Helper() {}
-
-func (t *fakeTB) Cleanup(f func()) {
+func (t *faults) Cleanup(f func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.cleanups = append(t.cleanups, f)
 }
 
-func (t *fakeTB) Errorf(format string, args ...any) {
+func (t *faults) Errorf(format string, args ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.errs = append(t.errs, fmt.Sprintf(format, args...))
 }
 
-func (t *fakeTB) Fatalf(format string, args ...any) {
+func (t *faults) Fatalf(format string, args ...any) {
 	t.Errorf(format, args...)
 	panic(fatal(fmt.Sprintf(format, args...)))
 }
 
-func (t *fakeTB) Logf(string, ...any) {}
-
-func (t *fakeTB) Log(...any) {}
-
 // err returns the first error a fake reported, if any.
-func (t *fakeTB) err() error {
+func (t *faults) err() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.errs) == 0 {
@@ -55,7 +46,7 @@ func (t *fakeTB) err() error {
 }
 
 // close runs the cleanups, last first.
-func (t *fakeTB) close() {
+func (t *faults) close() {
 	t.mu.Lock()
 	fs := t.cleanups
 	t.cleanups = nil
