@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -10,6 +12,14 @@ import (
 
 	"github.com/callonbot/callon/master"
 )
+
+// Every task that reaches a terminal state gets exactly one signal in the
+// same transaction: TASK_COMPLETE (done, failed, timeout, cancelled),
+// BLOCKED or NEED_INFO. Every transaction that makes a task claimable or
+// ends one sends one wake.
+
+// maxRoundTasks bounds a round, handoffs included.
+const maxRoundTasks = 25
 
 // maxCompletions bounds the outcomes one CompleteTasks statement writes;
 // a longer list is written in several transactions.
@@ -215,4 +225,173 @@ func cleanOutcome(out master.Outcome) (master.Outcome, error) {
 		return out, fmt.Errorf("a handoff needs state done, not %q", out.State)
 	}
 	return out, nil
+}
+
+// CompleteTask ends a running task with out, if it is still running under
+// attempt; otherwise (re-claimed, cancelled, swept) it changes nothing
+// and returns master.ErrStale. It adds the usage to the session's totals,
+// writes the task's signal, cancels every queued task that depends on it
+// (transitively) unless it is done, and wakes the session.
+func (s *Store) CompleteTask(ctx context.Context, taskID int64, attempt int, out master.Outcome) (master.Task, error) {
+	out, err := cleanOutcome(out)
+	if err != nil {
+		return master.Task{}, fmt.Errorf("complete task %d: %w", taskID, err)
+	}
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return master.Task{}, fmt.Errorf("complete task: %w", err)
+	}
+	defer rollback(ctx, tx)
+	t, err := completeTask(ctx, tx, taskID, attempt, out, s.attempts())
+	if err != nil {
+		return master.Task{}, fmt.Errorf("complete task %d: %w", taskID, err)
+	}
+	if err := notify(ctx, tx, WakeMaster+WakeTasks, t.SessionID); err != nil {
+		return master.Task{}, fmt.Errorf("complete task: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return master.Task{}, fmt.Errorf("complete task: %w", err)
+	}
+	return t, nil
+}
+
+func completeTask(ctx context.Context, tx pgx.Tx, taskID int64, attempt int, out master.Outcome, attempts int) (master.Task, error) {
+	// A need_info outcome appends its question, unanswered, to qa.
+	row := tx.QueryRow(ctx, `
+		UPDATE tasks t
+		SET state = $3, result = nullif($4, ''), error = nullif($5, ''),
+		    qa = CASE WHEN $3 = 'need_info' THEN t.qa || jsonb_build_array(jsonb_build_object('q', $6::text, 'a', ''))
+		              ELSE t.qa END,
+		    lease_until = NULL, ended_at = now(), updated_at = now()
+		WHERE t.id = $1 AND t.state = 'running' AND t.attempt = $2
+		RETURNING `+taskColumns,
+		taskID, attempt, out.State, out.Result, out.Error, out.Question)
+	t, err := scanTask(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return master.Task{}, fmt.Errorf("attempt %d: %w", attempt, master.ErrStale)
+	}
+	if err != nil {
+		return master.Task{}, err
+	}
+	kind, payload, err := outcomeSignal(out)
+	if err != nil {
+		return master.Task{}, err
+	}
+	if _, err := addSignal(ctx, tx, t.SessionID, t.ID, kind, payload); err != nil {
+		return master.Task{}, err
+	}
+	if out.State != master.TaskDone {
+		if _, err := cancelDependents(ctx, tx, []int64{t.ID}); err != nil {
+			return master.Task{}, err
+		}
+	}
+	if out.Handoff != nil {
+		if err := handoff(ctx, tx, t, *out.Handoff, attempts); err != nil {
+			return master.Task{}, err
+		}
+	}
+	return t, nil
+}
+
+// handoff queues the task a worker handed its work to: the same turn and
+// round, for another role of the team, depending on the finished task so
+// it receives its result, with the same files, with a HANDOFF signal.
+func handoff(ctx context.Context, tx pgx.Tx, from master.Task, h master.Handoff, attempts int) error {
+	var onTeam bool
+	var inRound int
+	err := tx.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM session_roles WHERE session_id = $1 AND name = $2),
+		       (SELECT count(*) FROM tasks WHERE turn_id = $3 AND round = $4)`,
+		from.SessionID, h.Role, from.TurnID, from.Round).Scan(&onTeam, &inRound)
+	switch {
+	case err != nil:
+		return fmt.Errorf("handoff: %w", err)
+	case !onTeam:
+		return fmt.Errorf("handoff: role %q is not on the team", h.Role)
+	case inRound >= maxRoundTasks:
+		return fmt.Errorf("handoff: the round already has %d tasks", inRound)
+	}
+	var id int64
+	if err := tx.QueryRow(ctx, `
+		INSERT INTO tasks (session_id, turn_id, round, role, instruction, depends_on, max_attempts, attachment_ids)
+		VALUES ($1, $2, $3, $4, $5, ARRAY[$6::bigint], $7, (SELECT attachment_ids FROM tasks WHERE id = $6)) RETURNING id`,
+		from.SessionID, from.TurnID, from.Round, h.Role, h.Instruction, from.ID, attempts).Scan(&id); err != nil {
+		return fmt.Errorf("handoff: %w", err)
+	}
+	payload, err := marshalJSON(map[string]any{"from": from.Role, "to": h.Role, "instruction": h.Instruction, "task": id})
+	if err != nil {
+		return fmt.Errorf("handoff: %w", err)
+	}
+	if _, err := addSignal(ctx, tx, from.SessionID, from.ID, master.SignalHandoff, payload); err != nil {
+		return fmt.Errorf("handoff: %w", err)
+	}
+	return nil
+}
+
+// outcomeSignal is the signal a worker's outcome writes.
+func outcomeSignal(out master.Outcome) (master.SignalKind, []byte, error) {
+	var kind master.SignalKind
+	var payload any
+	switch out.State {
+	case master.TaskBlocked:
+		kind = master.SignalBlocked
+		payload = map[string]string{"reason": cmp.Or(out.Result, out.Error)}
+	case master.TaskNeedInfo:
+		kind = master.SignalNeedInfo
+		payload = map[string]string{"question": cmp.Or(out.Question, out.Result)}
+	default:
+		kind = master.SignalTaskComplete
+		p := map[string]any{
+			"state":  out.State,
+			"tokens": map[string]int64{"prompt": out.Usage.PromptTokens, "completion": out.Usage.CompletionTokens},
+		}
+		if out.Error != "" {
+			p["error"] = out.Error
+		}
+		payload = p
+	}
+	b, err := marshalJSON(payload)
+	return kind, b, err
+}
+
+// cancelDependents cancels every queued task of the same turn that
+// depends, directly or transitively, on one of roots (already ended in
+// tx), with a TASK_COMPLETE signal each. It returns the session ids of
+// the cancelled tasks.
+func cancelDependents(ctx context.Context, tx pgx.Tx, roots []int64) ([]int64, error) {
+	rows, err := tx.Query(ctx, `
+		WITH RECURSIVE dependents (id, parent, parent_state) AS (
+			SELECT t.id, r.id, r.state
+			FROM tasks r
+			JOIN tasks t ON t.turn_id = r.turn_id AND r.id = ANY (t.depends_on)
+			WHERE r.id = ANY ($1) AND t.state = 'queued'
+		  UNION
+			SELECT t.id, d.id, 'cancelled'
+			FROM dependents d
+			JOIN tasks p ON p.id = d.id
+			JOIN tasks t ON t.turn_id = p.turn_id AND d.id = ANY (t.depends_on)
+			WHERE t.state = 'queued'
+		), first AS (
+			SELECT DISTINCT ON (id) id, parent, parent_state FROM dependents ORDER BY id, parent
+		), cancelled AS (
+			UPDATE tasks t
+			SET state = 'cancelled', lease_until = NULL, ended_at = now(), updated_at = now(),
+			    error = 'dependency #' || f.parent || ' ended ' || f.parent_state
+			FROM first f
+			WHERE t.id = f.id AND t.state = 'queued'
+			RETURNING t.id, t.session_id, t.error
+		), signalled AS (
+			INSERT INTO signals (session_id, task_id, kind, payload)
+			SELECT c.session_id, c.id, 'TASK_COMPLETE', jsonb_build_object('state', 'cancelled', 'error', c.error)
+			FROM cancelled c
+		)
+		SELECT session_id FROM cancelled`, roots)
+	if err != nil {
+		return nil, fmt.Errorf("cancel dependents: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("cancel dependents: %w", err)
+	}
+	return ids, nil
 }
