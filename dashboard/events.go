@@ -66,6 +66,7 @@ func (h *hub) run(ctx context.Context, wake <-chan string, log *slog.Logger) err
 	defer t.Stop()
 	cursor := int64(-1) // unknown until someone watches
 	waiting := map[int64]bool{}
+	seen := map[int64]bool{} // signals reported (or known at the start)
 	for {
 		var sessions []int64
 		all := false
@@ -85,6 +86,7 @@ func (h *hub) run(ctx context.Context, wake <-chan string, log *slog.Logger) err
 		case <-t.C:
 			if !h.watched() {
 				cursor = -1
+				clear(seen)
 				continue
 			}
 			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -111,10 +113,11 @@ func (h *hub) run(ctx context.Context, wake <-chan string, log *slog.Logger) err
 				}
 			}
 			waiting = now
+			fresh := newSignals(seen, c.Signals)
 			if first {
 				continue
 			}
-			sessions = append(sessions, c.Sessions...)
+			sessions = append(sessions, fresh...)
 			all = c.Overflow
 		}
 		if !h.watched() || (len(sessions) == 0 && !all) {
@@ -122,6 +125,28 @@ func (h *hub) run(ctx context.Context, wake <-chan string, log *slog.Logger) err
 		}
 		h.deliver(ctx, sessions, all, log)
 	}
+}
+
+// newSignals marks the signals read as seen and returns the sessions of
+// those not seen before. Ids below the lowest one read are forgotten:
+// no later read starts below this one's start, and every known id from
+// there on was read.
+func newSignals(seen map[int64]bool, read []SignalRef) []int64 {
+	var sessions []int64
+	for _, r := range read {
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			sessions = append(sessions, r.SessionID)
+		}
+	}
+	if len(read) > 0 {
+		for id := range seen {
+			if id < read[0].ID {
+				delete(seen, id)
+			}
+		}
+	}
+	return sessions
 }
 
 // deliver tells the streams concerned by sessions (all: every stream).

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -65,5 +66,25 @@ func TestHubDeliversOnlyToWhoMaySee(t *testing.T) {
 	h.deliver(t.Context(), nil, true, nil)
 	if g := got(); len(g) != len(subs) {
 		t.Errorf("an overflow reached %v, want everyone (each reads through its own checks)", g)
+	}
+}
+
+// Each signal is reported once however often reads return it, and one
+// read late (below a newer id already reported) is reported when it
+// comes.
+func TestNewSignalsReportsEachOnce(t *testing.T) {
+	t.Parallel()
+	seen := map[int64]bool{}
+	if got := newSignals(seen, []SignalRef{{ID: 10, SessionID: 1}, {ID: 12, SessionID: 2}}); !slices.Equal(got, []int64{1, 2}) {
+		t.Errorf("first read: %v, want [1 2]", got)
+	}
+	if got := newSignals(seen, []SignalRef{{ID: 10, SessionID: 1}, {ID: 11, SessionID: 3}, {ID: 12, SessionID: 2}, {ID: 13, SessionID: 2}}); !slices.Equal(got, []int64{3, 2}) {
+		t.Errorf("second read: %v, want the late 11's session and 13's: [3 2]", got)
+	}
+	if got := newSignals(seen, []SignalRef{{ID: 12, SessionID: 2}, {ID: 13, SessionID: 2}}); len(got) != 0 {
+		t.Errorf("a read of nothing new: %v, want none", got)
+	}
+	if seen[10] || seen[11] {
+		t.Errorf("seen = %v: ids below the lowest read are never read again, want them forgotten", seen)
 	}
 }

@@ -161,11 +161,20 @@ type SignalRow struct {
 
 // Changes is what changed since a cursor.
 type Changes struct {
-	Cursor   int64   // the newest signal's id
-	Sessions []int64 // sessions of the signals after the cursor
+	Cursor int64 // the newest signal's id read
+	// Signals are the signals read: those after the cursor, and again
+	// some before it (a signal may commit after a later one was read);
+	// the hub reports each once.
+	Signals []SignalRef
 	// Waiting are the sessions with messages waiting to be posted.
 	Waiting []int64
-	// Overflow says more signals came than one read takes: the cursor
-	// skipped some, and every view should be read again.
+	// Overflow says more signals came than one read takes: every view
+	// should be read again (the next read goes on from Cursor).
 	Overflow bool
+}
+
+// SignalRef is a signal's id and its session.
+type SignalRef struct {
+	ID        int64
+	SessionID int64
 }

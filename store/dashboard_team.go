@@ -218,23 +218,32 @@ func (s *Store) SearchSignals(ctx context.Context, q dashboard.SignalQuery) ([]d
 	return out, nil
 }
 
-// maxChanges bounds the signals one Changes reads: past it, the cursor
-// moves on to the newest and the sessions read so far are reported.
+// maxChanges bounds the signals one Changes reads: past it, Overflow
+// says so (every view is read again) and the next read goes on from
+// there.
 const maxChanges = 2000
 
-// Changes implements dashboard.Store: three statements in one round
-// trip, on indexes (the signals' primary key from the cursor on, the
-// pending outbox rows). A negative cursor reads only the newest id.
+// changesLookback is how far below its cursor Changes reads again. A
+// signal's id is drawn when its transaction writes it, not when it
+// commits, so a signal can become visible after a later id was read:
+// without the lookback it would be skipped for good. The hub reports
+// each id once.
+const changesLookback = 256
+
+// Changes implements dashboard.Store: two statements in one round trip,
+// on indexes (the signals' primary key from below the cursor on, the
+// pending outbox rows). A negative cursor starts at the newest signals
+// (read, for the hub to know them, not reported).
 func (s *Store) Changes(ctx context.Context, after int64) (dashboard.Changes, error) {
 	c := dashboard.Changes{Cursor: max(after, 0)}
 	b := &pgx.Batch{}
-	limit := maxChanges
 	if after < 0 {
-		limit = 0
+		b.Queue(`SELECT id, session_id FROM signals
+			WHERE id > (SELECT coalesce(max(id), 0) FROM signals) - $1 ORDER BY id LIMIT $2`, changesLookback, maxChanges)
+	} else {
+		b.Queue(`SELECT id, session_id FROM signals WHERE id > $1 ORDER BY id LIMIT $2`, after-changesLookback, maxChanges)
 	}
-	b.Queue(`SELECT id, session_id FROM signals WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
 	b.Queue(`SELECT DISTINCT session_id FROM outbox WHERE state = 'pending' AND session_id IS NOT NULL`)
-	b.Queue(`SELECT coalesce(max(id), 0) FROM signals`)
 	err := func() error {
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
@@ -242,32 +251,21 @@ func (s *Store) Changes(ctx context.Context, after int64) (dashboard.Changes, er
 		if err != nil {
 			return err
 		}
-		seen := map[int64]bool{}
-		var id, sess int64
-		n := 0
-		if _, err := pgx.ForEachRow(rows, []any{&id, &sess}, func() error {
-			n++
-			c.Cursor = max(c.Cursor, id)
-			if !seen[sess] {
-				seen[sess] = true
-				c.Sessions = append(c.Sessions, sess)
-			}
+		var ref dashboard.SignalRef
+		if _, err := pgx.ForEachRow(rows, []any{&ref.ID, &ref.SessionID}, func() error {
+			c.Cursor = max(c.Cursor, ref.ID)
+			c.Signals = append(c.Signals, ref)
 			return nil
 		}); err != nil {
 			return err
 		}
+		c.Overflow = len(c.Signals) == maxChanges
 		if rows, err = br.Query(); err != nil {
 			return err
 		}
 		if c.Waiting, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
 			return err
 		}
-		var newest int64
-		if err := br.QueryRow().Scan(&newest); err != nil {
-			return err
-		}
-		c.Overflow = n == maxChanges && newest > c.Cursor
-		c.Cursor = max(c.Cursor, newest)
 		return br.Close()
 	}()
 	if err != nil {
