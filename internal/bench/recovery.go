@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/callonbot/callon/bot/discordfake"
 	"github.com/callonbot/callon/llm/llmfake"
 )
 
@@ -114,16 +113,7 @@ func (w *world) killOnce(ctx context.Context, t *trap, i int) (took, model time.
 	killed := time.Now()
 	doomed.kill()
 	close(t.release)
-	var reply discordfake.Message
-	w.wait(func() bool {
-		for _, m := range w.dc.Messages(thread) {
-			if m.AuthorID == w.dc.BotUserID() && m.Reference != nil && m.Reference.MessageID == msg.ID {
-				reply = m
-				return true
-			}
-		}
-		return false
-	}, "the survivor's reply")
+	reply := w.replyTo(thread, msg, "the survivor's reply")
 	err = w.stop()
 	w.stop = nil
 	return reply.Timestamp.Sub(killed), modelTime(w.ai.Requests(), killed, reply.Timestamp), err

@@ -155,17 +155,21 @@ func must[T any](v T, err error) T {
 func (w *world) turn(thread, text string) (latency, model time.Duration) {
 	before := time.Now()
 	msg := w.dc.UserMessage(thread, w.dc.UserID(), text)
+	reply := w.replyTo(thread, msg, "a reply to "+text)
+	return reply.Timestamp.Sub(before), modelTime(w.ai.Requests(), before, reply.Timestamp)
+}
+
+// replyTo waits for the first part of the bot's reply to msg.
+func (w *world) replyTo(thread string, msg discordfake.Message, what string) discordfake.Message {
 	var reply discordfake.Message
 	w.wait(func() bool {
-		for _, m := range w.dc.Messages(thread) {
-			if m.AuthorID == w.dc.BotUserID() && m.Reference != nil && m.Reference.MessageID == msg.ID {
-				reply = m
-				return true
-			}
+		if r := e2e.Reply(w.dc, thread, msg); len(r) > 0 {
+			reply = r[0]
+			return true
 		}
 		return false
-	}, "a reply to "+text)
-	return reply.Timestamp.Sub(before), modelTime(w.ai.Requests(), before, reply.Timestamp)
+	}, what)
+	return reply
 }
 
 // modelTime is the length of the union of the intervals during which the
