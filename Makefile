@@ -6,10 +6,11 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 
 .PHONY: test fmt-check vet lint chromium-check build run compose-check
 
-## test: gofmt check, go vet, and every test with the race detector against a real Postgres
-## (the dashboard's browser tests included: they need Chromium; 30 minutes per package:
-## internal/releasetest builds GoReleaser the first time on a machine).
-test: fmt-check vet chromium-check
+## test: gofmt check, go vet, golangci-lint (.golangci.yml), and every test with the race
+## detector against a real Postgres (the dashboard's browser tests included: they need
+## Chromium; 30 minutes per package: internal/releasetest builds GoReleaser the first time
+## on a machine).
+test: fmt-check vet lint chromium-check
 	@url="$$(./scripts/test-db.sh)" && \
 	DATABASE_URL="$$url" $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
