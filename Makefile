@@ -1,13 +1,16 @@
 # The test command of docs/development.md is `make test`; .ci/run calls exactly that.
 GO ?= go
 PKGS ?= ./...
+# golangci-lint, pinned: built from the Go module proxy on first use, then cached.
+GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: test fmt-check vet chromium-check build run compose-check
+.PHONY: test fmt-check vet lint chromium-check build run compose-check
 
-## test: gofmt check, go vet, and every test with the race detector against a real Postgres
-## (the dashboard's browser tests included: they need Chromium; 30 minutes per package:
-## internal/releasetest builds GoReleaser the first time on a machine).
-test: fmt-check vet chromium-check
+## test: gofmt check, go vet, golangci-lint (.golangci.yml), and every test with the race
+## detector against a real Postgres (the dashboard's browser tests included: they need
+## Chromium; 30 minutes per package: internal/releasetest builds GoReleaser the first time
+## on a machine).
+test: fmt-check vet lint chromium-check
 	@url="$$(./scripts/test-db.sh)" && \
 	DATABASE_URL="$$url" $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
@@ -17,6 +20,10 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+
+## lint: the linters of .golangci.yml, each with the reason it is there.
+lint:
+	$(GOLANGCI_LINT) run $(PKGS)
 
 ## chromium-check: the dashboard's browser tests drive Chromium; without it `make test` fails
 ## here, saying how to install it (CALLON_TEST_CHROMIUM may name another Chromium binary).

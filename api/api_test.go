@@ -165,10 +165,12 @@ func TestSignedRequestsOnly(t *testing.T) {
 		{"signed 4 minutes ago", now.Add(-4 * time.Minute), "", secret, http.StatusCreated, ""},
 	}
 	for _, c := range cases {
-		w := e.do("POST", "/v1/dispatch", dispatchJSON, c.at, c.id, c.secret)
-		if w.Code != c.status || (c.code != "" && errorCode(t, w) != c.code) {
-			t.Errorf("%s: %d %s, want %d %s", c.name, w.Code, w.Body, c.status, c.code)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			w := e.do("POST", "/v1/dispatch", dispatchJSON, c.at, c.id, c.secret)
+			if w.Code != c.status || (c.code != "" && errorCode(t, w) != c.code) {
+				t.Errorf("%s: %d %s, want %d %s", c.name, w.Code, w.Body, c.status, c.code)
+			}
+		})
 	}
 	// A refused signature does not burn the id: the real request passes.
 	if w := e.do("POST", "/v1/dispatch", dispatchJSON, now, "third", "wrong"); w.Code != http.StatusUnauthorized {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/master"
 )
 
@@ -54,7 +55,7 @@ func (b *Bot) decide(i *discordgo.InteractionCreate, raw string, approve bool) {
 				b.log.Warn("tell a late click", "approval_id", id, "err", ferr)
 			}
 		}
-		text := master.ApprovalText(a)
+		text := render.Approval(a)
 		none := []discordgo.MessageComponent{}
 		if _, err := b.s.InteractionResponseEdit(i.Interaction, &discordgo.WebhookEdit{Content: &text, Components: &none,
 			AllowedMentions: noMentions()}, discordgo.WithContext(ctx)); err != nil {

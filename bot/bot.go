@@ -105,9 +105,9 @@ type Bot struct {
 	stopping bool     // set when Run ends: no handler is admitted any more
 }
 
-// Store is what command handlers read directly.
+// Store is what command handlers read directly: a thread's team.
 type Store interface {
-	ActiveSession(ctx context.Context, threadID string) (master.Session, error)
+	master.SessionFinder
 }
 
 // New builds the bot; Run connects it. approvals decides the clicks on

@@ -47,70 +47,22 @@ func (b *Bot) handleCallon(i *discordgo.InteractionCreate) {
 	})
 }
 
-// startTeam creates or binds the thread and the session, and returns what
-// to tell the caller.
+// startTeam starts the team (master.Launcher.Launch: the thread is
+// opened, or this thread bound) and returns what to tell the caller.
 func (b *Bot) startTeam(ctx context.Context, i *discordgo.InteractionCreate, goal string) string {
-	log := b.log.With("command", "callon", "guild_id", i.GuildID, "channel_id", i.ChannelID)
-	ch, err := b.Channels().channel(ctx, i.ChannelID)
-	if err != nil {
-		log.Error("look up channel", "err", err)
-		return "Sorry, I could not look up this channel. Please try again."
-	}
-	var parentID, threadID string
-	switch ch.Type {
-	case discordgo.ChannelTypeGuildText, discordgo.ChannelTypeGuildNews:
-		parentID = ch.ID
-	case discordgo.ChannelTypeGuildPublicThread, discordgo.ChannelTypeGuildPrivateThread, discordgo.ChannelTypeGuildNewsThread:
-		parentID, threadID = ch.ParentID, ch.ID
-		if _, err := b.store.ActiveSession(ctx, threadID); err == nil {
-			return "This thread already has an active team: talk to it here, or end it with `/dissolve` first."
-		}
-	default:
-		return "Start a team from a text channel (I will open a thread) or from inside a thread."
-	}
-	names := pickedRoles(i)
-	if msg := b.checkPicked(ctx, i, parentID, names); msg != "" {
-		return msg
-	}
-	report := reportTo(i)
-	if msg := b.checkReportTo(ctx, i, report); msg != "" {
-		return msg
-	}
-	// Refuse before opening a thread a refusal would leave empty.
-	if err := b.svc.CheckStart(ctx, master.Starter{GuildID: i.GuildID, ChannelID: parentID, UserID: i.Member.User.ID, Roles: i.Member.Roles}); err != nil {
-		return b.errorText(i, err)
-	}
-	opened := threadID == ""
-	if opened {
-		th, err := b.Channels().StartThread(ctx, parentID, threadName(goal))
-		if err != nil {
-			log.Warn("start thread", "err", err)
-			if code := discordCode(err); code == codeMissingPerms || code == codeMissingAccess {
-				return "I can't open a thread here. I need the **Create Public Threads** and **Send Messages in Threads** permissions in this channel."
-			}
-			return "Sorry, Discord would not let me open a thread just now. Please try again."
-		}
-		threadID = th
-	}
-	sess, roster, err := b.svc.StartSession(ctx, master.NewSession{
-		GuildID: i.GuildID, ChannelID: parentID, ThreadID: threadID, OwnerID: i.Member.User.ID, Goal: goal, Roles: names, ReportTo: report,
-		Review: reviewChoice(i),
+	l, err := b.launcher().Launch(ctx, master.Launch{
+		Entrance: master.FromCommand, GuildID: i.GuildID, Channel: i.ChannelID,
+		UserID: i.Member.User.ID, Who: "You", Present: true, Roles: i.Member.Roles,
+		Goal: goal, Pick: pickedRoles(i), ReportTo: reportTo(i), Review: reviewChoice(i),
 	})
 	if err != nil {
-		if opened && master.ErrorCode(err) == master.ELimit {
-			// A cap reached since the check: the thread stays empty.
-			if aerr := b.Messenger().Archive(ctx, threadID); aerr != nil {
-				log.Warn("archive the thread of a refused team", "thread_id", threadID, "err", aerr)
-			}
-		}
 		return b.errorText(i, err)
 	}
-	log.Info("session started", "session_id", sess.ID, "thread_id", threadID, "roles", len(roster))
-	return fmt.Sprintf("Your team (%s) is ready in <#%s>: %s", strings.Join(master.RoleNames(roster), ", "), threadID, master.JumpURL(i.GuildID, threadID))
+	s := l.Session
+	return fmt.Sprintf("Your team (%s) is ready in <#%s>: %s", strings.Join(master.RoleNames(l.Roster), ", "), s.ThreadID, master.JumpURL(s.GuildID, s.ThreadID))
 }
 
-// threadName makes a thread name (at most 100 characters) from a goal.
-func threadName(goal string) string {
-	name := strings.Join(strings.Fields(goal), " ")
-	return master.Truncate(name, 100)
+// launcher starts teams through this bot's channels.
+func (b *Bot) launcher() master.Launcher {
+	return master.Launcher{Service: b.svc, Channels: b.Channels(), Guilds: b.Channels(), Archive: b.Messenger().Archive, Log: b.log}
 }

@@ -64,7 +64,9 @@ func (c *Channels) channel(ctx context.Context, id string) (*discordgo.Channel, 
 }
 
 func toChannel(ch *discordgo.Channel) master.Channel {
-	return master.Channel{ID: ch.ID, GuildID: ch.GuildID, Name: ch.Name, Thread: ch.IsThread(), ParentID: ch.ParentID}
+	text := ch.Type == discordgo.ChannelTypeGuildText || ch.Type == discordgo.ChannelTypeGuildNews
+	return master.Channel{ID: ch.ID, GuildID: ch.GuildID, Name: ch.Name, Thread: ch.IsThread(), ParentID: ch.ParentID,
+		Other: !text && !ch.IsThread()}
 }
 
 func isSnowflake(s string) bool {
@@ -86,9 +88,19 @@ func (c *Channels) StartThread(ctx context.Context, channelID, name string) (str
 		Name: name, AutoArchiveDuration: 1440, Type: discordgo.ChannelTypeGuildPublicThread,
 	}, discordgo.WithContext(ctx))
 	if err != nil {
-		return "", classify(fmt.Errorf("start thread in %s: %w", channelID, err))
+		return "", threadRefusal(channelID, classify(fmt.Errorf("start thread in %s: %w", channelID, err)))
 	}
 	return th.ID, nil
+}
+
+// threadRefusal says what permissions callon lacks when Discord refuses
+// it a thread; other errors pass unchanged.
+func threadRefusal(channelID string, err error) error {
+	if code := discordCode(err); code == codeMissingPerms || code == codeMissingAccess {
+		return &master.Error{Code: master.ENotAllowed, Err: err, Message: fmt.Sprintf("I can't open a thread in <#%s>. "+
+			"I need the **Create Public Threads** and **Send Messages in Threads** permissions there.", channelID)}
+	}
+	return err
 }
 
 // CanPost probes whether the bot may post in a channel: the typing
@@ -100,14 +112,24 @@ func (c *Channels) CanPost(ctx context.Context, channelID string) error {
 	return nil
 }
 
+var _ master.MessageThreads = (*Channels)(nil)
+
+// codeThreadExists is Discord's answer to opening a second thread from a
+// message.
+const codeThreadExists = 160004
+
 // StartThreadFrom opens a public thread from a message; its id is the
-// message's.
+// message's. A thread opened already (before a crash, or by another
+// process) counts as opened.
 func (c *Channels) StartThreadFrom(ctx context.Context, channelID, messageID, name string) (string, error) {
 	th, err := c.s.MessageThreadStartComplex(channelID, messageID, &discordgo.ThreadStart{
 		Name: name, AutoArchiveDuration: 1440,
 	}, discordgo.WithContext(ctx))
-	if err != nil {
-		return "", classify(fmt.Errorf("start thread from message %s: %w", messageID, err))
+	switch {
+	case discordCode(err) == codeThreadExists:
+		return messageID, nil
+	case err != nil:
+		return "", threadRefusal(channelID, classify(fmt.Errorf("start thread from message %s: %w", messageID, err)))
 	}
 	return th.ID, nil
 }

@@ -42,8 +42,10 @@ func TestPermissions(t *testing.T) {
 		{"role denies, then role allows", "u", []string{"mods", "x"}, []*discordgo.PermissionOverwrite{role("x", 0, send), role("mods", send, 0)}, view | send | manage},
 	}
 	for _, tt := range tests {
-		if got := permissions(g, tt.overwrites, tt.user, tt.roles); got != tt.want {
-			t.Errorf("%s: got %b, want %b", tt.name, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := permissions(g, tt.overwrites, tt.user, tt.roles); got != tt.want {
+				t.Errorf("%s: got %b, want %b", tt.name, got, tt.want)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/master"
 )
 
@@ -67,7 +68,7 @@ func (b *Bot) runMemory(ctx context.Context, i *discordgo.InteractionCreate, sub
 		if err != nil {
 			return "", err
 		}
-		return master.RenderNotes(channelID, notes), nil
+		return render.Notes(channelID, notes), nil
 	case "forget":
 		id := sub.GetOption("note").IntValue()
 		if err := b.memory.Forget(ctx, a, i.GuildID, channelID, id); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/callonbot/callon/internal/proc"
 	"github.com/callonbot/callon/master"
 )
 
@@ -67,7 +68,7 @@ func (b *Bot) retryRoute(s *discordgo.Session, log *slog.Logger, in master.Incom
 	// catch-up at the next start finds the message.
 	b.goBackground(0, func(ctx context.Context) {
 		for n := 1; ; n++ {
-			t := time.NewTimer(master.Backoff(n, time.Second, time.Minute))
+			t := time.NewTimer(proc.Backoff(n, time.Second, time.Minute))
 			select {
 			case <-ctx.Done():
 				t.Stop()

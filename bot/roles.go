@@ -8,6 +8,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/master"
 )
 
@@ -195,7 +196,7 @@ func (b *Bot) runRoles(ctx context.Context, i *discordgo.InteractionCreate, sub 
 		if err != nil {
 			return "", err
 		}
-		return b.withFeatures(ctx, i.GuildID, channelID, master.RenderRoles(channelID, before, changes, b.roles.Policy()))
+		return b.withFeatures(ctx, i.GuildID, channelID, render.Roles(channelID, before, changes, b.roles.Policy()))
 	case "features":
 		return b.runFeatures(ctx, sub, scope, channelID, by)
 	case "set":

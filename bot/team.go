@@ -6,6 +6,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/master"
 )
 
@@ -24,7 +25,7 @@ func (b *Bot) handleTeam(i *discordgo.InteractionCreate) {
 		return
 	}
 	b.goWork(30*time.Second, func(ctx context.Context) {
-		embed, err := b.cmds.Team(ctx, i.ChannelID)
+		view, err := b.cmds.Team(ctx, i.ChannelID)
 		if err != nil {
 			b.editResponse(ctx, i, b.errorText(i, err))
 			return
@@ -32,7 +33,7 @@ func (b *Bot) handleTeam(i *discordgo.InteractionCreate) {
 		empty := ""
 		_, err = b.s.InteractionResponseEdit(i.Interaction, &discordgo.WebhookEdit{
 			Content:         &empty,
-			Embeds:          &[]*discordgo.MessageEmbed{toDiscordEmbed(embed)},
+			Embeds:          &[]*discordgo.MessageEmbed{toDiscordEmbed(render.Team(view))},
 			AllowedMentions: noMentions(),
 		}, discordgo.WithContext(ctx))
 		if err != nil {
@@ -41,7 +42,7 @@ func (b *Bot) handleTeam(i *discordgo.InteractionCreate) {
 	})
 }
 
-func toDiscordEmbed(e master.Embed) *discordgo.MessageEmbed {
+func toDiscordEmbed(e render.Embed) *discordgo.MessageEmbed {
 	out := &discordgo.MessageEmbed{Title: e.Title, Description: e.Description, Color: 0x5865F2}
 	for _, f := range e.Fields {
 		out.Fields = append(out.Fields, &discordgo.MessageEmbedField{Name: f.Name, Value: f.Value, Inline: f.Inline})

@@ -1,21 +1,13 @@
 package bot
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/bwmarrin/discordgo"
-
 	"github.com/callonbot/callon/master"
 )
-
-// codeThreadExists is Discord's answer to opening a second thread from a
-// message.
-const codeThreadExists = 160004
 
 // botRequest takes a bot's message that starts with a mention of callon,
 // outside a team's thread, as a request to start a team; it reports
@@ -61,72 +53,17 @@ func (b *Bot) botRequest(log *slog.Logger, in master.Incoming, self string) bool
 // answer, only a log line: an answer could wake a bot that answers it in
 // turn.
 func (b *Bot) startForBot(ctx context.Context, log *slog.Logger, in master.Incoming, req master.BotRequest) error {
-	ch, err := b.Channels().channel(ctx, in.ChannelID)
-	if err != nil {
-		return fmt.Errorf("look up channel: %w", err)
-	}
-	if ch.Type != discordgo.ChannelTypeGuildText && ch.Type != discordgo.ChannelTypeGuildNews {
-		log.Info("a bot's request ignored: teams start from messages in text channels")
-		return nil
-	}
-	reportTo := cmp.Or(req.ReportTo, ch.ID)
-	if why := b.botMayReportTo(ctx, in, reportTo); why != "" {
-		log.Info("a bot's request refused", "reason", why, "report_to", reportTo)
-		return nil
-	}
-	starter := master.Starter{GuildID: in.GuildID, ChannelID: ch.ID, UserID: in.AuthorID, Roles: in.AuthorRoles, Bot: true}
-	if err := b.svc.CheckStart(ctx, starter); err != nil {
-		if master.ErrorCode(err) == master.EInternal {
-			return err
-		}
-		log.Info("a bot's request refused", "reason", master.ErrorMessage(err))
-		return nil
-	}
-	thread, err := b.Channels().StartThreadFrom(ctx, ch.ID, in.ID, threadName(req.Goal))
-	switch {
-	case discordCode(err) == codeThreadExists:
-		thread = in.ID // opened before a crash, or by another process: its id is the message's
-	case err != nil:
-		return fmt.Errorf("open a thread from the bot's message: %w", err)
-	}
-	sess, roster, err := b.svc.StartSession(ctx, master.NewSession{
-		GuildID: in.GuildID, ChannelID: ch.ID, ThreadID: thread, OwnerID: in.AuthorID, Goal: req.Goal, ReportTo: reportTo,
-		RequestedByBot: in.AuthorID, RequestMessageID: in.ID, Brief: master.BotBrief(in.AuthorID, ch.ID, req.Goal),
+	_, err := b.launcher().Launch(ctx, master.Launch{
+		Entrance: master.FromBot, GuildID: in.GuildID, Channel: in.ChannelID, Message: in.ID,
+		UserID: in.AuthorID, Who: "the bot", Present: true, Roles: in.AuthorRoles, Goal: req.Goal, ReportTo: req.ReportTo,
 	})
 	switch {
 	case errors.Is(err, master.ErrSessionActive):
-		log.Debug("a bot's request was handled already", "thread_id", thread)
-		return nil
-	case master.ErrorCode(err) == master.ELimit:
-		log.Info("a bot's request refused", "reason", master.ErrorMessage(err))
-		if aerr := b.Messenger().Archive(ctx, thread); aerr != nil {
-			log.Warn("archive the thread of a refused team", "thread_id", thread, "err", aerr)
-		}
-		return nil
-	case err != nil:
+		log.Debug("a bot's request was handled already", "thread_id", in.ID) // a thread from a message has its id
+	case master.ErrorCode(err) == master.EInternal:
 		return err
+	case err != nil:
+		log.Info("a bot's request refused", "reason", master.ErrorMessage(err), "report_to", req.ReportTo)
 	}
-	log.Info("session started for a trusted bot", "session_id", sess.ID, "thread_id", thread, "report_to", reportTo, "roles", len(roster))
 	return nil
-}
-
-// botMayReportTo says why a bot's team may not report to a channel, ""
-// when it may: the bot must be able to see and post there, and so must
-// callon.
-func (b *Bot) botMayReportTo(ctx context.Context, in master.Incoming, channelID string) string {
-	ch, err := b.Channels().channel(ctx, channelID)
-	if err != nil || ch.GuildID != in.GuildID {
-		return "no such channel in this server"
-	}
-	m, err := b.Channels().GuildMember(ctx, in.GuildID, channelID, in.AuthorID)
-	if err != nil {
-		return "the bot's permissions there could not be checked"
-	}
-	if !master.MayPost(m.Permissions, ch.IsThread()) {
-		return "the bot may not post there"
-	}
-	if err := b.Channels().CanPost(ctx, channelID); err != nil {
-		return "callon may not post there"
-	}
-	return ""
 }

@@ -38,9 +38,11 @@ func TestDefaults(t *testing.T) {
 		{"TaskTimeout", c.Limits.TaskTimeout, config.DefaultTaskTimeout},
 	}
 	for _, c := range checks {
-		if c.got != c.want {
-			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if c.got != c.want {
+				t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+			}
+		})
 	}
 }
 

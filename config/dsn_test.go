@@ -35,9 +35,11 @@ func TestRedactURLEveryForm(t *testing.T) {
 		{"keyword unterminated quote", "host=db password='pw-1 dbname=x", "(unparseable, redacted)"},
 		{"keyword without =", "host=db pw-1", "(unparseable, redacted)"},
 	} {
-		if got := config.RedactURL(tc.dsn); got != tc.want {
-			t.Errorf("%s: RedactURL(%q) = %q, want %q", tc.name, tc.dsn, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := config.RedactURL(tc.dsn); got != tc.want {
+				t.Errorf("%s: RedactURL(%q) = %q, want %q", tc.name, tc.dsn, got, tc.want)
+			}
+		})
 	}
 }
 

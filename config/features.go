@@ -18,9 +18,6 @@ type Features struct {
 	Review    string // "", "off", "on" or "always"
 }
 
-// empty reports whether the scope says nothing of features.
-func (f Features) empty() bool { return f.Personas == nil && f.Memory == nil && f.Review == "" }
-
 // featuresYAML are the feature keys a scope of the roles file may give
 // (its top level, a guild, a channel), beside its roles:
 //

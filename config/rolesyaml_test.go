@@ -84,9 +84,11 @@ func TestRolesFileShapes(t *testing.T) {
 		{"approval of the wrong kind", "mcp_servers:\n  s: {command: [x], approval: {all: true}}\n", "mcp_servers.s.approval: want `required` or a list of tool names"},
 		{"an unknown provider key", "providers:\n  local: {base_url: http://x/v1, key: k}\n", `line 2: providers.local: unknown key "key": a provider takes base_url, api_key_env, headers`},
 	} {
-		_, err := config.ParseRolesFile([]byte(tc.yaml), func(string) string { return "x" })
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.ParseRolesFile([]byte(tc.yaml), func(string) string { return "x" })
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+			}
+		})
 	}
 }

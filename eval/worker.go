@@ -166,7 +166,7 @@ func (s *workerStore) RecordToolCall(_ context.Context, _ int64, _, seq int, res
 }
 
 // PauseForApproval is never reached: no scripted tool needs approval.
-func (s *workerStore) PauseForApproval(context.Context, int64, int, int, time.Duration, []string) (int64, error) {
+func (s *workerStore) PauseForApproval(context.Context, int64, int, int, master.ApprovalAsk) (int64, error) {
 	return 0, fmt.Errorf("eval: no tool of a case needs approval")
 }
 
@@ -188,10 +188,10 @@ func (s *workerStore) outcome() *WorkerEnd {
 	return e
 }
 
-// toolbox is workers.Toolbox over a situation's scripted tools.
+// toolbox is master.Toolbox over a situation's scripted tools.
 type toolbox struct{ defs map[string]ToolDef }
 
-var _ workers.Toolbox = (*toolbox)(nil)
+var _ master.Toolbox = (*toolbox)(nil)
 
 func (b *toolbox) Offer(_ context.Context, _ string, allowed []string) ([]master.Tool, string) {
 	var out []master.Tool

@@ -75,7 +75,9 @@ func toOpenAI(req master.ChatRequest) (openai.ChatCompletionRequest, error) {
 		if reasoningModel(req.Model) {
 			out.MaxCompletionTokens = req.MaxTokens
 		} else {
-			out.MaxTokens = req.MaxTokens
+			// max_tokens, deprecated by OpenAI for its reasoning models, is
+			// what every OpenAI-compatible server reads (Ollama, vLLM…).
+			out.MaxTokens = req.MaxTokens //nolint:staticcheck // see above
 		}
 	}
 	return out, nil

@@ -35,13 +35,15 @@ func TestRetryAfterOf(t *testing.T) {
 		{"bad milliseconds fall back", map[string]string{"Retry-After": "2", "retry-after-ms": "x"}, 2 * time.Second},
 	}
 	for _, tt := range tests {
-		h := http.Header{}
-		for k, v := range tt.header {
-			h.Set(k, v)
-		}
-		if got := retryAfterOf(h, now); got != tt.want {
-			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range tt.header {
+				h.Set(k, v)
+			}
+			if got := retryAfterOf(h, now); got != tt.want {
+				t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+			}
+		})
 	}
 }
 

@@ -50,10 +50,8 @@ type APIStore interface {
 	// SessionView returns a session with its turns' counts and last
 	// report, or ErrNotFound.
 	SessionView(ctx context.Context, id int64) (SessionView, error)
-	// Access returns a guild's allow lists.
-	Access(ctx context.Context, guildID string) (Access, error)
-	// RecordTurn records a message as a turn (see SessionStore).
-	RecordTurn(ctx context.Context, t Turn, a Admission) (Turn, bool, error)
+	AccessReader
+	TurnRecorder
 }
 
 // APIConfig wires the API to the rest of callon.
@@ -86,7 +84,7 @@ const (
 	MaxAPIKeyLen      = 200
 	MaxCallbackURLLen = 2000
 	// MaxAPIMessageLen bounds a message added through the API: what a
-	// Discord message may hold, less the line naming its sender.
+	// message may hold (MaxMessageLen), less the line naming its sender.
 	MaxAPIMessageLen = 1800
 )
 
@@ -108,7 +106,7 @@ func (d DispatchRequest) check() error {
 	case strings.TrimSpace(d.Key) == "" || utf8.RuneCountInString(d.Key) > MaxAPIKeyLen:
 		return Errorf(EInvalid, "idempotency_key is required: a string of 1 to %d characters, the same when you retry a request.", MaxAPIKeyLen)
 	case !snowflake(d.GuildID):
-		return Errorf(EInvalid, "guild_id is required: the id of the Discord server.")
+		return Errorf(EInvalid, "guild_id is required: the id of the server.")
 	case strings.TrimSpace(d.Channel) == "":
 		return Errorf(EInvalid, "channel is required: a text channel's id, <#id> or #name, where the team's thread is opened.")
 	case !snowflake(d.UserID):
@@ -117,7 +115,7 @@ func (d DispatchRequest) check() error {
 	return CheckCallbackURL(d.CallbackURL)
 }
 
-// snowflake reports whether s looks like a Discord id.
+// snowflake reports whether s looks like an id (ParseSnowflake).
 func snowflake(s string) bool {
 	_, ok := ParseSnowflake(s)
 	return ok
@@ -166,121 +164,30 @@ func (a *API) Dispatch(ctx context.Context, d DispatchRequest) (sess Session, cr
 			a.log.Warn("release idempotency key", "err", rerr)
 		}
 	}()
-	ch, err := a.channel(ctx, d.GuildID, d.Channel, "channel")
-	if err != nil {
-		return Session{}, false, err
-	}
-	if ch.Thread {
-		return Session{}, false, Errorf(EInvalid, "<#%s> is a thread: give a text channel, where the team's thread is opened.", ch.ID)
-	}
-	m, err := a.member(ctx, d.GuildID, ch, d.UserID)
-	if err != nil {
-		return Session{}, false, err
-	}
-	var reportTo string
-	if d.ReportTo != "" {
-		rt, err := a.channel(ctx, d.GuildID, d.ReportTo, "report_to")
-		if err != nil {
-			return Session{}, false, err
-		}
-		if _, err := a.member(ctx, d.GuildID, rt, d.UserID); err != nil {
-			return Session{}, false, err
-		}
-		if err := a.cfg.Channels.CanPost(ctx, rt.ID); err != nil {
-			return Session{}, false, Errorf(ENotAllowed, "I can't post in <#%s>, so the team could not report there.", rt.ID)
-		}
-		reportTo = rt.ID
-	}
-	if err := a.cfg.Service.CheckStart(ctx, Starter{GuildID: d.GuildID, ChannelID: ch.ID, UserID: d.UserID, Roles: m.Roles}); err != nil {
-		return Session{}, false, err
-	}
-	if len(d.Roles) > 0 { // refused before a thread a refusal would leave empty
-		roster, err := a.cfg.Service.roster(ctx, d.GuildID, ch.ID)
-		if err != nil {
-			return Session{}, false, fmt.Errorf("resolve roster: %w", err)
-		}
-		if _, err := PickRoles(roster, d.Roles); err != nil {
-			return Session{}, false, err
-		}
-	}
-	if err := a.cfg.Channels.CanPost(ctx, ch.ID); err != nil {
-		return Session{}, false, Errorf(ENotAllowed, "I may not post or open threads in <#%s>.", ch.ID)
-	}
-	thread, err := a.cfg.Channels.StartThread(ctx, ch.ID, Truncate(strings.Join(strings.Fields(goal), " "), 100))
-	if err != nil {
-		a.log.Warn("open a thread for the API", "channel_id", ch.ID, "err", err)
-		return Session{}, false, &Error{Code: EUnavailable, Err: err, Message: fmt.Sprintf("Discord would not let me open a thread in <#%s> just now; please try again.", ch.ID)}
-	}
-	sess, _, err = a.cfg.Service.StartSession(ctx, NewSession{
-		GuildID: d.GuildID, ChannelID: ch.ID, ThreadID: thread, OwnerID: d.UserID, Goal: goal, Roles: d.Roles,
-		ReportTo: reportTo, APIKey: d.Key, CallbackURL: d.CallbackURL, Brief: apiBrief(goal, d.UserID, reportTo != "" || d.CallbackURL != ""),
+	l, err := a.launcher().Launch(ctx, Launch{
+		Entrance: FromAPI, GuildID: d.GuildID, Channel: d.Channel, UserID: d.UserID, Goal: goal, Pick: d.Roles,
+		ReportTo: d.ReportTo, APIKey: d.Key, CallbackURL: d.CallbackURL,
 	})
-	if err != nil {
-		a.archive(ctx, thread)
-		if errors.Is(err, ErrKeyUsed) { // another request won, its claim's lease having run out
-			prev, perr := a.store.SessionByAPIKey(ctx, d.Key)
-			if perr != nil {
-				return Session{}, false, perr
-			}
-			return prev, false, nil
+	if errors.Is(err, ErrKeyUsed) { // another request won, its claim's lease having run out
+		prev, perr := a.store.SessionByAPIKey(ctx, d.Key)
+		if perr != nil {
+			return Session{}, false, perr
 		}
+		return prev, false, nil
+	}
+	if err != nil {
 		return Session{}, false, err
 	}
-	a.log.Info("session started through the API", "session_id", sess.ID, "thread_id", thread, "guild_id", d.GuildID)
-	return sess, true, nil
+	return l.Session, true, nil
 }
 
-// apiBrief is the first turn of a team the API started: like a
-// dispatched team's, it sets the team to work at once, and says to
-// report the result when the team reports anywhere.
-func apiBrief(goal, userID string, reports bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "[Started through callon's API for <@%s>]\n\nWork on your goal: %s", userID, goal)
-	if reports {
-		b.WriteString("\n\nWhen you have the result the requester needs, send it with report_back, then reply here.")
-	}
-	return b.String()
-}
-
-// archive archives a thread a refused start left empty.
-func (a *API) archive(ctx context.Context, threadID string) {
-	if a.cfg.Archive == nil {
-		return
-	}
-	if err := a.cfg.Archive(context.WithoutCancel(ctx), threadID); err != nil {
-		a.log.Warn("archive the thread of a refused team", "thread_id", threadID, "err", err)
-	}
-}
-
-// channel resolves a channel of the guild named by field.
-func (a *API) channel(ctx context.Context, guildID, ref, field string) (Channel, error) {
-	ch, err := a.cfg.Channels.Resolve(ctx, guildID, ref)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return Channel{}, Errorf(ENotFound, "%s: there is no channel %q in that server (or I am not in the server).", field, ref)
-	case err != nil:
-		return Channel{}, &Error{Code: EUnavailable, Err: err, Message: fmt.Sprintf("%s: the channel could not be looked up just now; please try again.", field)}
-	}
-	return ch, nil
-}
-
-// member looks up userID in ch and checks they may post there.
-func (a *API) member(ctx context.Context, guildID string, ch Channel, userID string) (GuildMember, error) {
-	m, err := a.cfg.Guilds.GuildMember(ctx, guildID, ch.ID, userID)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return m, Errorf(ENotFound, "user_id: %s is not a member of that server.", userID)
-	case err != nil:
-		return m, &Error{Code: EUnavailable, Err: err, Message: "user_id: the member's permissions could not be looked up just now; please try again."}
-	case !MayPost(m.Permissions, ch.Thread):
-		return m, &Error{Code: ENotAllowed, Err: ErrNotAllowed,
-			Message: fmt.Sprintf("<@%s> cannot see and post in <#%s>, so a team may not work there for them.", userID, ch.ID)}
-	}
-	return m, nil
+// launcher starts the API's teams.
+func (a *API) launcher() Launcher {
+	return Launcher{Service: a.cfg.Service, Channels: a.cfg.Channels, Guilds: a.cfg.Guilds, Archive: a.cfg.Archive, Log: a.log}
 }
 
 // APIMessagePrefix starts the message id of a turn added through the
-// API ("api:<session>:<key>"): there is no Discord message to reply to.
+// API ("api:<session>:<key>"): there is no message in the thread to reply to.
 const APIMessagePrefix = "api:"
 
 // APIMessage is a message added to a team through the API.
@@ -320,7 +227,7 @@ func (a *API) Message(ctx context.Context, sessionID int64, m APIMessage) (t Tur
 	if s.State != SessionActive {
 		return Turn{}, false, Errorf(EConflict, "Team %d has been dissolved; start a new one with POST /v1/dispatch.", sessionID)
 	}
-	member, err := a.member(ctx, s.GuildID, Channel{ID: s.ThreadID, Thread: true}, m.UserID)
+	member, err := a.launcher().member(ctx, Launch{GuildID: s.GuildID, UserID: m.UserID}, Channel{ID: s.ThreadID, Thread: true})
 	if err != nil {
 		return Turn{}, false, err
 	}
@@ -357,7 +264,7 @@ func (a *API) View(ctx context.Context, sessionID int64) (SessionView, error) {
 	return v, err
 }
 
-// view reads a Discord team: the API knows no other (a terminal team is
+// view reads a team of the default surface: the API knows no other (a terminal team is
 // its chat's alone), ErrNotFound.
 func (a *API) view(ctx context.Context, sessionID int64) (SessionView, error) {
 	v, err := a.store.SessionView(ctx, sessionID)

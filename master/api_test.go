@@ -136,18 +136,20 @@ func TestAPIDispatchRefusals(t *testing.T) {
 		}, ENotFound, nil, 0},
 	}
 	for _, c := range cases {
-		f := defaultFakes()
-		if c.fakes != nil {
-			c.fakes(f)
-		}
-		d := okDispatch
-		if c.req != nil {
-			d = c.req(d)
-		}
-		_, _, err := newTestAPI(f).Dispatch(t.Context(), d)
-		if ErrorCode(err) != c.code || (c.is != nil && !errors.Is(err, c.is)) || len(f.threads) != c.threads {
-			t.Errorf("%s: %v (code %s), %d threads; want code %s, %d threads", c.name, err, ErrorCode(err), len(f.threads), c.code, c.threads)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			f := defaultFakes()
+			if c.fakes != nil {
+				c.fakes(f)
+			}
+			d := okDispatch
+			if c.req != nil {
+				d = c.req(d)
+			}
+			_, _, err := newTestAPI(f).Dispatch(t.Context(), d)
+			if ErrorCode(err) != c.code || (c.is != nil && !errors.Is(err, c.is)) || len(f.threads) != c.threads {
+				t.Errorf("%s: %v (code %s), %d threads; want code %s, %d threads", c.name, err, ErrorCode(err), len(f.threads), c.code, c.threads)
+			}
+		})
 	}
 }
 

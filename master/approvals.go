@@ -1,7 +1,6 @@
 package master
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -81,16 +79,34 @@ type Approval struct {
 	Role      string
 	Tool      string // as the model called it
 	Args      string // as the model wrote them, in full
-	// Approvers are the Discord role ids whose members alone decide (the
+	// Approvers are the role ids whose members alone decide (the
 	// operator's approvers of the tool's server); none: the team's owner
 	// and members who can manage threads.
 	Approvers []string
 	State     ApprovalState
-	DecidedBy string // Discord user id; "" unless approved or denied
+	DecidedBy string // a user id; "" unless approved or denied
 	DecidedAt time.Time
 	ExpiresAt time.Time
 	ChannelID string // the session's thread
 	MessageID string // the request's message once posted; ""
+}
+
+// ApprovalAsk is what pausing a task for a person's approval records
+// beside the call: who decides, how long they have, and the request's
+// message, rendered beforehand for a pending request expiring Timeout
+// from now (the store renders nothing; it adds the buttons, which carry
+// the request's id).
+type ApprovalAsk struct {
+	// Approvers are the roles whose members alone decide (see
+	// Approval.Approvers); none: the owner and thread managers.
+	Approvers []string
+	// Timeout is how long the request waits: undecided, it expires and
+	// counts as denied.
+	Timeout time.Duration
+	Text    string
+	// File holds the call's arguments when they do not fit in Text; none
+	// when its Name is "".
+	File File
 }
 
 // Custom id prefixes of an approval request's buttons; the request's id
@@ -123,10 +139,10 @@ func ShortArgs(args string, max int) string {
 	return oneLine(args, max)
 }
 
-// codeSpan shows s as inline code, on one line: backticks inside it
+// CodeSpan shows s as inline code, on one line: backticks inside it
 // would end the span, so they become look-alikes. Nothing in a code span
 // renders as Markdown or a mention.
-func codeSpan(s string) string {
+func CodeSpan(s string) string {
 	s = strings.ReplaceAll(oneLine(s, MaxMessageLen), "`", "ˋ")
 	if strings.TrimSpace(s) == "" {
 		return "`{}`"
@@ -154,11 +170,12 @@ type ApprovalStore interface {
 	// queues its task again. A request already decided is returned as
 	// it stands, unchanged.
 	DecideApproval(ctx context.Context, id int64, approve bool, by string) (Approval, error)
-	// UnsettledApprovals lists up to limit requests of scope's sessions
-	// decided (or expired, or cancelled) before before, whose posted message still shows
-	// buttons.
-	UnsettledApprovals(ctx context.Context, scope Scope, before time.Time, limit int) ([]Approval, error)
-	// SettleApproval records that a request's message shows its outcome.
+	ApprovalSettler
+}
+
+// ApprovalSettler records that a request's message shows its outcome:
+// the click's answer did (Approvals.Settled), or the settler.
+type ApprovalSettler interface {
 	SettleApproval(ctx context.Context, id int64) error
 }
 
@@ -182,7 +199,7 @@ const NotApprover = "Calls of this tool are decided by the members the operator 
 
 // MayDecide reports whether actor may decide on request ap of team s: with
 // approvers named on it (the operator's, as its message says), a member
-// holding one of those Discord roles who is not the team's owner (nobody
+// holding one of those roles who is not the team's owner (nobody
 // approves their own team's calls); otherwise the team's owner or a
 // member who can manage threads. Bots never decide.
 func MayDecide(s Session, ap Approval, actor Actor) bool {
@@ -245,97 +262,4 @@ func (a *Approvals) DecideIn(ctx context.Context, sessionID, id int64, approve b
 // bot has edited it.
 func (a *Approvals) Settled(ctx context.Context, id int64) error {
 	return a.store.SettleApproval(ctx, id)
-}
-
-// SettlerConfig tunes a Settler.
-type SettlerConfig struct {
-	// Poll is how often decided requests are looked for (IdlePoll with
-	// Wake, else 2 s).
-	Poll time.Duration
-	// Wake announces requests decided, expired or cancelled.
-	Wake <-chan string
-	// Grace leaves a request just decided by a click to the click's own
-	// answer, which edits the message at once.
-	Grace time.Duration
-	Now   func() time.Time
-	// Scope is the sessions whose requests this settler edits.
-	Scope Scope
-}
-
-// Settler keeps each approval request's message showing its outcome,
-// its buttons removed, once it is decided: within Poll for a request
-// that expired or was cancelled, or whose click could not be answered.
-type Settler struct {
-	cfg   SettlerConfig
-	store ApprovalStore
-	out   Messenger
-	log   *slog.Logger
-	soon  due // a decision just woken for, once its grace is over
-}
-
-// NewSettler returns a settler; Run starts it.
-func NewSettler(cfg SettlerConfig, store ApprovalStore, out Messenger, logger *slog.Logger) *Settler {
-	cfg.Poll = pollFor(cfg.Poll, cfg.Wake, 2*time.Second)
-	cfg.Grace = cmp.Or(cfg.Grace, 2*time.Second)
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	return &Settler{cfg: cfg, store: store, out: out, log: logger.With("component", "approvals")}
-}
-
-// settleBatch bounds the messages one pass edits.
-const settleBatch = 20
-
-// Run edits the message of every decided request that still shows its
-// buttons, until ctx ends.
-func (a *Settler) Run(ctx context.Context) error {
-	// A wake announces a decision that the click's own answer is given
-	// Grace to show: look once that is over.
-	var wake chan string
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	if a.cfg.Wake != nil {
-		wake = make(chan string, 1)
-		wg.Go(func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-a.cfg.Wake:
-					a.soon.set(time.Now().Add(a.cfg.Grace + 100*time.Millisecond))
-					select {
-					case wake <- "":
-					default:
-					}
-				}
-			}
-		})
-	}
-	drain(ctx, a.settle, settleBatch, a.cfg.Poll, wake, &a.soon, a.log, "settle approvals")
-	return nil
-}
-
-// settle edits one batch of messages to show their request's outcome. A
-// message that cannot be edited any more (its thread archived or
-// deleted) counts as settled. A failure ends the pass: the rest wait for
-// the next poll.
-func (a *Settler) settle(ctx context.Context) (int, error) {
-	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	list, err := a.store.UnsettledApprovals(qctx, a.cfg.Scope, a.cfg.Now().Add(-a.cfg.Grace), settleBatch)
-	cancel()
-	if err != nil {
-		return 0, err
-	}
-	for i, ap := range list {
-		ectx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		err := a.out.Edit(ectx, ap.ChannelID, ap.MessageID, ApprovalText(ap))
-		if err == nil || errors.Is(err, ErrPermanent) {
-			err = a.store.SettleApproval(ectx, ap.ID)
-		}
-		cancel()
-		if err != nil {
-			return i, fmt.Errorf("approval %d: %w", ap.ID, err)
-		}
-	}
-	return len(list), nil
 }

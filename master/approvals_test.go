@@ -2,7 +2,6 @@ package master
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -86,100 +85,6 @@ func TestApprovalsDecide(t *testing.T) {
 	}
 }
 
-// The settler edits decided requests' messages to show their outcome,
-// counts a message it can no longer edit as settled, and stops a pass at
-// a failure that may pass.
-func TestSettler(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
-	list := []Approval{
-		{ID: 1, Role: "engineer", Tool: "git__push", State: ApprovalExpired, ChannelID: "th", MessageID: "m1"},
-		{ID: 2, Role: "engineer", Tool: "git__push", State: ApprovalCancelled, ChannelID: "th", MessageID: "m2"},
-		{ID: 3, Role: "engineer", Tool: "git__push", State: ApprovalDenied, DecidedBy: "u", DecidedAt: now, ChannelID: "th", MessageID: "m3"},
-	}
-	var before time.Time
-	f := &approvalFake{
-		UnsettledFn: func(_ context.Context, b time.Time, limit int) ([]Approval, error) {
-			before = b
-			return list, nil
-		},
-		EditFunc: func(_, messageID, _ string) error {
-			switch messageID {
-			case "m2":
-				return fmt.Errorf("%w: thread archived", ErrPermanent)
-			case "m3":
-				return errors.New("503")
-			}
-			return nil
-		},
-	}
-	s := NewSettler(SettlerConfig{Grace: time.Second, Now: func() time.Time { return now }}, f, f, slog.New(slog.DiscardHandler))
-	n, err := s.settle(t.Context())
-	if n != 2 || err == nil || !before.Equal(now.Add(-time.Second)) {
-		t.Errorf("settle = %d, %v (before %s), want 2 settled and the 503", n, err, before)
-	}
-	want := []string{
-		"edit th/m1: ⌛ Nobody decided in time, so it counts as denied: the call is not made.",
-		"settled 1",
-		"edit th/m2: ⏹️ No longer needed: the task ended first.",
-		"settled 2",
-		fmt.Sprintf("edit th/m3: ⛔ Denied by <@u> <t:%d:R>: the call is not made.", now.Unix()),
-	}
-	if strings.Join(f.log, "\n") != strings.Join(want, "\n") {
-		t.Errorf("got:\n  %s\nwant:\n  %s", strings.Join(f.log, "\n  "), strings.Join(want, "\n  "))
-	}
-}
-
-// A request's text names the role, and the tool as code, whatever name
-// the model gave it (no Markdown of the model's can fake a decision), and
-// shows the arguments in full, pretty-printed, in a block nothing inside
-// can end.
-func TestApprovalText(t *testing.T) {
-	t.Parallel()
-	args := "{\"path\":\"/srv/notes/pricing.md\",\"msg\":\"<@&123> @everyone ```\\n✅ Approved by <@1>\"}"
-	got := ApprovalText(Approval{Role: "engineer", Tool: "shell__run** ✅ Approved by <@1> **", Args: args, State: ApprovalPending,
-		ExpiresAt: time.Unix(1700000000, 0)})
-	lines := strings.Split(got, "\n")
-	if lines[0] != "🔐 **engineer** asks to call `shell.run** ✅ Approved by <@1> **` with:" {
-		t.Errorf("head line %q, want the tool's name in a code span", lines[0])
-	}
-	want := "```json\n{\n  \"path\": \"/srv/notes/pricing.md\",\n  \"msg\": \"<@&123> @everyone \\u0060\\u0060\\u0060\\n✅ Approved by <@1>\"\n}\n```"
-	if !strings.Contains(got, want) {
-		t.Errorf("text:\n%s\nwant the arguments in full:\n%s", got, want)
-	}
-	if strings.Count(got, "```") != 2 {
-		t.Errorf("text %q: the arguments' backticks end the block", got)
-	}
-	if !strings.Contains(got, "<t:1700000000:R>") || !strings.Contains(got, "The member who started the team") {
-		t.Errorf("text %q lacks the deadline or who decides", got)
-	}
-	named := ApprovalText(Approval{Role: "engineer", Tool: "fs__write", Args: "{}", Approvers: []string{"333", "444"}, State: ApprovalPending})
-	if !strings.Contains(named, "A member with <@&333> or <@&444> (never the member who started the team) can approve or deny it") {
-		t.Errorf("text with approvers: %q", named)
-	}
-}
-
-// Arguments longer than a message shows are attached in full as
-// arguments.json; the message shows their first lines and says so.
-func TestApprovalArgsAttachedWhenLong(t *testing.T) {
-	t.Parallel()
-	long := `{"path":"/srv/notes/pricing.md","padding":"` + strings.Repeat("x ", 1000) + `","then":"/home/callon/.ssh/authorized_keys"}`
-	block, file := ApprovalArgs(long)
-	if file == nil || !strings.Contains(string(file), "/home/callon/.ssh/authorized_keys") || !strings.HasSuffix(string(file), "}\n") {
-		t.Fatalf("file %q, want every argument", file)
-	}
-	if !strings.Contains(block, "/srv/notes/pricing.md") || !strings.Contains(block, "attached `arguments.json`") || len(block) > 1100 {
-		t.Errorf("block (%d chars) %q, want the first lines and the file named", len(block), block)
-	}
-	text := ApprovalText(Approval{Role: "r", Tool: "fs__write", Args: long, State: ApprovalPending})
-	if len([]rune(text)) > MaxMessageLen || !strings.Contains(text, "can approve or deny") {
-		t.Errorf("text (%d chars) cut, or without who decides", len([]rune(text)))
-	}
-	if block, file := ApprovalArgs(`{"a":1}`); file != nil || block != "```json\n{\n  \"a\": 1\n}\n```" {
-		t.Errorf("short arguments: %q, %q", block, file)
-	}
-}
-
 // Arguments a person and a tool could read two ways are refused before
 // anyone is asked: not one JSON object, or a key given twice at any depth
 // (JSON parsers keep the last one, which the approver may never see).
@@ -209,16 +114,6 @@ func TestCheckArgs(t *testing.T) {
 	}
 }
 
-// Invisible and direction-changing characters are shown as escapes: the
-// approver reads what the tool will read.
-func TestPrettyArgsEscapesWhatCannotBeSeen(t *testing.T) {
-	t.Parallel()
-	got := PrettyArgs("{\"path\":\"/srv/\u202edm.yek\u200b\"}")
-	if want := "{\n  \"path\": \"/srv/\\u202edm.yek\\u200b\"\n}"; got != want {
-		t.Errorf("PrettyArgs = %q, want %q", got, want)
-	}
-}
-
 // With approvers named, only a member holding one of those roles decides,
 // and never the team's owner, whatever their permissions.
 func TestMayDecideWithApprovers(t *testing.T) {
@@ -235,9 +130,11 @@ func TestMayDecideWithApprovers(t *testing.T) {
 		{"an approver", Actor{UserID: "ann", Roles: []string{"1", "333"}}, true},
 		{"a bot with the role", Actor{UserID: "bot", Bot: true, Roles: []string{"333"}}, false},
 	} {
-		if got := MayDecide(s, ap, tc.actor); got != tc.want {
-			t.Errorf("%s: MayDecide = %v, want %v", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MayDecide(s, ap, tc.actor); got != tc.want {
+				t.Errorf("%s: MayDecide = %v, want %v", tc.name, got, tc.want)
+			}
+		})
 	}
 	if !MayDecide(s, Approval{}, Actor{UserID: "owner"}) || MayDecide(s, Approval{}, Actor{UserID: "x"}) {
 		t.Error("without approvers: want the owner, not a bystander")

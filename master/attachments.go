@@ -1,7 +1,6 @@
 package master
 
 import (
-	"errors"
 	"fmt"
 	"mime"
 	"net/url"
@@ -38,10 +37,10 @@ type Attachment struct {
 	SessionID   int64
 	TurnID      int64
 	Position    int    // order in the message, from 0
-	DiscordID   string // Discord's attachment id
+	FileID      string // the platform's id of the file
 	Name        string // the file's name, unique within its message
 	ContentType string
-	Size        int64  // bytes: as Discord declared it, then as downloaded
+	Size        int64  // bytes: as the message declared it, then as downloaded
 	URL         string // where it is downloaded from, under the CDN; "" when nowhere
 	Kind        AttachmentKind
 	State       AttachmentState
@@ -53,7 +52,7 @@ type Attachment struct {
 // Readable reports whether a model can be given the file's content.
 func (a Attachment) Readable() bool { return a.State == AttachmentStored }
 
-// IncomingAttachment is a file on a Discord message, as Discord describes
+// IncomingAttachment is a file on a message, as the platform describes
 // it.
 type IncomingAttachment struct {
 	ID          string
@@ -63,13 +62,6 @@ type IncomingAttachment struct {
 	URL         string // on the CDN, signed
 	ProxyURL    string // on the media proxy, signed
 }
-
-// Where files are downloaded from by default: Discord's CDN and its media
-// proxy.
-const (
-	DefaultCDNURL   = "https://cdn.discordapp.com"
-	DefaultMediaURL = "https://media.discordapp.net"
-)
 
 // Defaults of AttachmentPolicy.
 const (
@@ -110,9 +102,9 @@ func (p AttachmentPolicy) Plan(files []IncomingAttachment) []Attachment {
 	for i, f := range files {
 		a := Attachment{
 			Position:    i,
-			DiscordID:   f.ID,
-			Name:        uniqueName(CleanText(strings.TrimSpace(f.Filename)), seen),
-			ContentType: CleanText(f.ContentType),
+			FileID:      f.ID,
+			Name:        uniqueName(validText(strings.TrimSpace(f.Filename)), seen),
+			ContentType: f.ContentType,
 			Size:        max(f.Size, 0),
 			State:       AttachmentPending,
 		}
@@ -127,7 +119,7 @@ func (p AttachmentPolicy) Plan(files []IncomingAttachment) []Attachment {
 		case a.Kind == KindOther:
 			a.State, a.Note = AttachmentSkipped, "callon reads only text files and images"
 		case a.URL == "":
-			a.State, a.Note = AttachmentSkipped, "its address is not on Discord's CDN, so it was not fetched"
+			a.State, a.Note = AttachmentSkipped, noteNotOnCDN
 		case a.Size > p.MaxFile:
 			a.State, a.Note = AttachmentSkipped, "larger than the "+FormatSize(p.MaxFile)+" limit per file"
 		case total+a.Size > p.MaxMessage:
@@ -177,16 +169,6 @@ func UnderBase(u string, bases []string) bool {
 	return false
 }
 
-// Errors a Downloader returns that no retry can change.
-var (
-	// ErrTooLarge is a file larger than the limit it was fetched with.
-	ErrTooLarge = errors.New("larger than the limit")
-	// ErrNotOnCDN is an address (or a redirect) outside the CDN.
-	ErrNotOnCDN = errors.New("not on Discord's CDN")
-	// ErrGone is a file the CDN no longer serves (403, 404, 410).
-	ErrGone = errors.New("no longer available")
-)
-
 // imageTypes are the images vision models accept.
 var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
 
@@ -200,7 +182,7 @@ var textTypes = map[string]bool{
 }
 
 // textExtensions are file extensions of text, source code and data that
-// browsers and Discord often label application/octet-stream.
+// browsers and chat clients often label application/octet-stream.
 var textExtensions = map[string]bool{
 	".txt": true, ".md": true, ".markdown": true, ".rst": true, ".adoc": true, ".org": true, ".tex": true,
 	".csv": true, ".tsv": true, ".json": true, ".jsonl": true, ".ndjson": true, ".xml": true, ".yaml": true,

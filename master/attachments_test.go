@@ -67,9 +67,11 @@ func TestClassify(t *testing.T) {
 		{"blob", "", KindOther},
 	}
 	for _, tt := range tests {
-		if got := Classify(tt.name, tt.ct); got != tt.want {
-			t.Errorf("Classify(%q, %q) = %s, want %s", tt.name, tt.ct, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Classify(tt.name, tt.ct); got != tt.want {
+				t.Errorf("Classify(%q, %q) = %s, want %s", tt.name, tt.ct, got, tt.want)
+			}
+		})
 	}
 }
 

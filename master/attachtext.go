@@ -78,7 +78,7 @@ func mediaType(ct string) string {
 // clip returns the first max characters of a text file (as valid UTF-8,
 // without a byte order mark) and how many it has.
 func clip(data []byte, max int) (string, int) {
-	s := strings.TrimRight(strings.TrimPrefix(CleanText(string(data)), "\uFEFF"), "\r\n")
+	s := strings.TrimRight(strings.TrimPrefix(validText(string(data)), "\uFEFF"), "\r\n")
 	total := utf8.RuneCountInString(s)
 	if total <= max {
 		return s, total
@@ -132,4 +132,12 @@ func unreadNotice(text string, atts []Attachment, vision bool, tasks []Task) str
 		return ""
 	}
 	return "\n\n-# 📎 Not read: " + Truncate(strings.Join(items, " · "), 600)
+}
+
+// validText is s as valid UTF-8 without NUL (each bad byte and each NUL
+// a U+FFFD): what a model reads of a file, and a file's name before it
+// is made unique (the store would make two names that differ only there
+// equal).
+func validText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }

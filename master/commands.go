@@ -11,16 +11,10 @@ import (
 	"time"
 )
 
-// Discord permission bits the commands check, server-side.
-const (
-	PermAdministrator int64 = 1 << 3
-	PermManageThreads int64 = 1 << 34
-)
-
 // CommandStore is what /team, /replan and /dissolve need from Postgres.
 type CommandStore interface {
-	ActiveSession(ctx context.Context, threadID string) (Session, error)
-	Roster(ctx context.Context, sessionID int64) ([]Role, error)
+	SessionFinder
+	RosterReader
 	// TeamView reads the session's roster, current turn with its tasks
 	// and progress, and its latest signals.
 	TeamView(ctx context.Context, sessionID int64, signals int) (TeamView, error)
@@ -31,10 +25,11 @@ type CommandStore interface {
 	// SessionStats counts what a session did.
 	SessionStats(ctx context.Context, sessionID int64) (SessionStats, error)
 	// Dissolve ends an active session: open tasks and turns are cancelled,
-	// summary is queued for its thread (which is archived once it is
-	// posted), and final, when set, is delivered to its report_to.
-	// ErrNotFound when the session is not active any more.
-	Dissolve(ctx context.Context, sessionID int64, summary string, final *NewReport) error
+	// the reports it never took up are posted in its thread (cut into
+	// messages by split), summary is queued for its thread (which is
+	// archived once it is posted), and final, when set, is delivered to
+	// its report_to. ErrNotFound when the session is not active any more.
+	Dissolve(ctx context.Context, sessionID int64, summary string, final *NewReport, split func(string) []string) error
 	// HandBack tells how many reports a session sent, and its last answer.
 	HandBack(ctx context.Context, sessionID int64) (sent int, lastAnswer string, err error)
 	// SpendStore holds each /replan call's worst case and settles it
@@ -98,7 +93,7 @@ type Actor struct {
 	UserID      string
 	Permissions int64
 	Bot         bool     // a bot: it may run no admin action
-	Roles       []string // the member's Discord role ids, where a decision needs them
+	Roles       []string // the member's role ids, where a decision needs them
 }
 
 // MayManage reports whether a may reorganize or end s: its owner, or a
@@ -122,20 +117,21 @@ func (c *Commands) Session(ctx context.Context, threadID string) (Session, error
 	return s, noTeam(err)
 }
 
-// Team renders /team for a thread's active session.
-func (c *Commands) Team(ctx context.Context, threadID string) (Embed, error) {
+// Team is what /team shows of a thread's active session.
+func (c *Commands) Team(ctx context.Context, threadID string) (TeamView, error) {
 	s, err := c.Session(ctx, threadID)
 	if err != nil {
-		return Embed{}, err
+		return TeamView{}, err
 	}
 	v, err := c.store.TeamView(ctx, s.ID, 6)
 	if err != nil {
-		return Embed{}, err
+		return TeamView{}, err
 	}
 	v.Now = c.cfg.Now()
 	v.Budget = effective(v.Spend.Budget, c.cfg.Budget.SessionTokens)
 	v.Cost = c.cfg.Prices.Cost(v.Spend.ByModel)
-	return RenderTeam(v, c.cfg.WorkerModel), nil
+	v.WorkerModel = c.cfg.WorkerModel
+	return v, nil
 }
 
 // Replan asks the model to reorganize the team, applies it, and returns
@@ -218,7 +214,7 @@ func (c *Commands) Dissolve(ctx context.Context, s Session, a Actor) error {
 			final = &NewReport{Summary: summary, Final: true, Posted: posted, Turn: turn}
 		}
 	}
-	if err := c.store.Dissolve(ctx, s.ID, closingSummary(s, a, stats, c.cfg.Now()), final); err != nil {
+	if err := c.store.Dissolve(ctx, s.ID, closingSummary(s, a, stats, c.cfg.Now()), final, MessageParts); err != nil {
 		return noTeam(err)
 	}
 	c.cfg.CancelSession(s.ID)

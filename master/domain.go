@@ -1,9 +1,27 @@
-// Package master is callon's domain core: the types of a team session
-// (Session, Role, Turn, Task, Signal), the orchestrator that runs a turn
-// (routing, fan-out and fan-in, merging, budgets), and the small interfaces
-// it consumes, each declared by the code that calls it (OrchestratorStore,
-// SessionStore, StatusStore, OutboxStore, LLM, Messenger…). It imports no
-// other package of ours.
+// Package master is callon's domain core. It decides; the adapters speak.
+// It owns:
+//
+//   - the types of a team and their states: Session, Role, Turn, Task,
+//     Signal, Attachment, Approval (domain.go, surface.go);
+//   - starting a team, one path for every entrance (launch.go), and the
+//     session service that routes messages to turns, addresses roles and
+//     catches up what was missed (service.go, address.go);
+//   - the orchestrator: one turn at a time per session, its prompt and
+//     tools, fan-out and fan-in, replanning, reports and dispatch;
+//   - the background runners that decide and send: the outbox, the file
+//     fetcher, the webhook sender, dormancy, retention;
+//   - the commands (/team's view, /replan, /dissolve, /roles, /budget,
+//     /access) and approvals (who decides, the request's arguments);
+//   - the limits: caps, admission, allow lists, trusted bots, budgets, the
+//     Meter every model call goes through, prices;
+//   - the inbound API's domain and the webhook events' payloads;
+//   - the user-safe Error, and every port it consumes, each declared by
+//     the code that calls it (OrchestratorStore, SessionStore, Messenger,
+//     Toolbox, LLM, Metrics…).
+//
+// What it needs to know of the chat platform is in discord.go; the words
+// people read of its values are bot/render's. It imports of callon only
+// internal/proc.
 package master
 
 import (
@@ -20,7 +38,7 @@ const (
 	SessionDissolved SessionState = "dissolved"
 )
 
-// Session is one team bound to one Discord thread.
+// Session is one team bound to one thread (or a terminal's chat).
 type Session struct {
 	ID        int64
 	GuildID   string
@@ -98,7 +116,7 @@ const (
 type Turn struct {
 	ID        int64
 	SessionID int64
-	MessageID string // the triggering Discord message; unique
+	MessageID string // the id of the message that made the turn; unique
 	GuildID   string
 	ChannelID string // where the message was posted: the session's thread
 	AuthorID  string
@@ -108,9 +126,9 @@ type Turn struct {
 	Content   string
 	State     TurnState
 	Round     int // the current round of delegation; 0 before the first
-	// StatusMessageID is the Discord message showing the team's progress.
+	// StatusMessageID is the message showing the team's progress.
 	StatusMessageID string
-	// ReplyMessageID is the Discord id of the reply's first part, once sent.
+	// ReplyMessageID is the id of the reply's first part, once sent.
 	ReplyMessageID string
 	// ReportID is set on a turn started by another team's report.
 	ReportID int64
@@ -271,7 +289,7 @@ type Signal struct {
 }
 
 // TaskInput is everything a worker may see for one task: never the
-// Discord thread, never the other roles' prompts.
+// team's thread, never the other roles' prompts.
 type TaskInput struct {
 	Goal    string // the session's goal
 	GuildID string // the session's guild: its tools are what it was granted

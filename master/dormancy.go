@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // A team is dormant once it has been idle for a while (DormancyConfig.Idle)
-// or Discord archived its thread: it keeps its thread, but counts against
+// or its thread was archived: it keeps its thread, but counts against
 // no cap, and its thread is read at a READY only when it has news. The
 // next message in its thread wakes it, if the caps let it then.
 
@@ -45,7 +47,7 @@ func wakeRefusal(e *CapError, sess Session) string {
 	return Truncate(text, MaxMessageLen)
 }
 
-// ThreadArchived puts a thread's team to sleep once Discord archived the
+// ThreadArchived puts a thread's team to sleep once the platform archived the
 // thread, unless it is at work (the reply it posts unarchives the thread,
 // and the idle sweep takes it later).
 func (s *Service) ThreadArchived(ctx context.Context, threadID string) (bool, error) {
@@ -55,7 +57,7 @@ func (s *Service) ThreadArchived(ctx context.Context, threadID string) (bool, er
 // dormantNews returns the catch-up points of the dormant teams whose
 // thread has a message newer than the latest one callon knows of: each
 // woken, or, when a cap keeps it asleep, with the refusal to record its
-// messages with. It asks Discord once per guild (its threads not
+// messages with. It asks the platform once per guild (its threads not
 // archived: a message in an archived thread unarchives it), so a READY
 // does not read every dormant thread.
 func (s *Service) dormantNews(ctx context.Context, r ThreadReader, handles func(guildID string) bool) ([]CatchUpPoint, error) {
@@ -150,18 +152,12 @@ func (d *Dormancy) Run(ctx context.Context) error {
 	if d.cfg.Idle <= 0 {
 		return nil
 	}
-	t := time.NewTicker(Jitter(d.cfg.Every))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if n, err := d.Sweep(ctx); err != nil && ctx.Err() == nil {
-				d.log.Warn("put idle teams to sleep", "slept", n, "err", err)
-			}
+	proc.Every(ctx, d.cfg.Every, func(ctx context.Context) {
+		if n, err := d.Sweep(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("put idle teams to sleep", "slept", n, "err", err)
 		}
-	}
+	})
+	return nil
 }
 
 // Sweep puts to sleep the teams idle for longer than Idle, and returns

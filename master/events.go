@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // DescribeSignal says in a few words what a signal means, for people:
@@ -63,13 +65,13 @@ func DescribeSignal(s Signal) string {
 	case SignalHandoff:
 		return fmt.Sprintf("%s handed over to **%s**", who, p.To)
 	case SignalTool:
-		call := ToolName(p.Tool) + argsText(p.Args)
+		call := ToolName(p.Tool) + ArgsText(p.Args)
 		if !p.OK {
 			return fmt.Sprintf("%s called %s: failed%s", who, call, withText(": ", p.Error, 60))
 		}
-		return fmt.Sprintf("%s called %s (%s, %s)", who, call, Elapsed(time.Duration(p.Millis)*time.Millisecond), ByteSize(p.Size))
+		return fmt.Sprintf("%s called %s (%s, %s)", who, call, Elapsed(time.Duration(p.Millis)*time.Millisecond), proc.ByteSize(p.Size))
 	case SignalNeedApproval:
-		return fmt.Sprintf("%s waits for approval to call %s%s", who, ToolName(p.Tool), argsText(p.Args))
+		return fmt.Sprintf("%s waits for approval to call %s%s", who, ToolName(p.Tool), ArgsText(p.Args))
 	case SignalReport:
 		if p.Thread != "" {
 			return fmt.Sprintf("a report came from <#%s>", p.Thread)
@@ -93,13 +95,13 @@ func DescribeSignal(s Signal) string {
 	return string(s.Kind)
 }
 
-// argsText is a call's arguments after its tool's name, as code, or ""
+// ArgsText is a call's arguments after its tool's name, as code, or ""
 // for none.
-func argsText(args string) string {
+func ArgsText(args string) string {
 	if args = ShortArgs(args, 60); args == "" || args == "{}" {
 		return ""
 	}
-	return " " + codeSpan(args)
+	return " " + CodeSpan(args)
 }
 
 // withText is sep and text on one line, shortened, or "" for no text.
@@ -108,16 +110,4 @@ func withText(sep, text string, max int) string {
 		return ""
 	}
 	return sep + oneLine(text, max)
-}
-
-// ByteSize is n bytes for people: "512 B", "12 KiB", "3.4 MiB".
-func ByteSize(n int) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%d KiB", (n+1<<9)>>10)
-	default:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
 }

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
-// Downloader fetches a file from Discord's CDN. It refuses any address
+// Downloader fetches a file from the CDN (DefaultCDNURL). It refuses any address
 // (or redirect) outside the CDN with ErrNotOnCDN, a file larger than max
 // with ErrTooLarge, and a file the CDN no longer serves with ErrGone;
 // any other error may pass on a later try.
@@ -52,7 +53,7 @@ type FetcherConfig struct {
 	Lease       time.Duration // how long a claimed file is ours (1 min)
 	Timeout     time.Duration // one download (30 s)
 	MaxAttempts int           // downloads of one file before it fails (3)
-	Poll        time.Duration // fallback when no wake-up comes (IdlePoll with Wake, else 2 s)
+	Poll        time.Duration // fallback when no wake-up comes (proc.IdlePoll with Wake, else 2 s)
 	Wake        <-chan string
 }
 
@@ -65,7 +66,7 @@ type Fetcher struct {
 	store AttachmentStore
 	dl    Downloader
 	log   *slog.Logger
-	soon  due // the next retry it put off
+	soon  proc.Due // the next retry it put off
 }
 
 // NewFetcher returns the fetcher; Run starts it.
@@ -75,31 +76,22 @@ func NewFetcher(cfg FetcherConfig, store AttachmentStore, dl Downloader, logger 
 	cfg.Lease = cmp.Or(cfg.Lease, time.Minute)
 	cfg.Timeout = min(cmp.Or(cfg.Timeout, 30*time.Second), cfg.Lease/2)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 3)
-	cfg.Poll = pollFor(cfg.Poll, cfg.Wake, 2*time.Second)
+	cfg.Poll = proc.PollFor(cfg.Poll, cfg.Wake, 2*time.Second)
 	return &Fetcher{cfg: cfg, store: store, dl: dl, log: logger.With("component", "fetcher")}
 }
 
 // Run downloads pending files until ctx ends.
 func (f *Fetcher) Run(ctx context.Context) error {
-	drain(ctx, f.Flush, f.cfg.Batch, f.cfg.Poll, f.cfg.Wake, &f.soon, f.log, "claim attachments")
+	proc.Drain(ctx, f.Flush, f.cfg.Batch, f.cfg.Poll, f.cfg.Wake, &f.soon, f.log, "claim attachments")
 	return nil
 }
 
 // Flush claims one batch of pending files and downloads them in
 // parallel. It returns how many it claimed.
 func (f *Fetcher) Flush(ctx context.Context) (int, error) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	atts, err := f.store.ClaimAttachments(cctx, f.cfg.Scope, f.cfg.Owner, f.cfg.Batch, f.cfg.Lease)
-	cancel()
-	if err != nil {
-		return 0, err
-	}
-	var wg sync.WaitGroup
-	for _, a := range atts {
-		wg.Go(func() { f.fetch(ctx, a) })
-	}
-	wg.Wait()
-	return len(atts), nil
+	return proc.Claim(ctx, func(ctx context.Context) ([]Attachment, error) {
+		return f.store.ClaimAttachments(ctx, f.cfg.Scope, f.cfg.Owner, f.cfg.Batch, f.cfg.Lease)
+	}, f.fetch)
 }
 
 // fetch downloads one claimed file and records the outcome.
@@ -129,7 +121,7 @@ func (f *Fetcher) fetch(ctx context.Context, a Attachment) {
 	} else if err == nil && r.State != AttachmentPending {
 		log.Debug("attachment resolved", "state", r.State, "size", r.Size, "note", r.Note)
 	} else if err == nil && r.RetryIn > 0 {
-		f.soon.set(time.Now().Add(r.RetryIn))
+		f.soon.Set(time.Now().Add(r.RetryIn))
 	}
 }
 
@@ -140,13 +132,13 @@ func (f *Fetcher) result(a Attachment, data []byte, ct string, err error) Attach
 	case errors.Is(err, ErrTooLarge):
 		return AttachmentResult{State: AttachmentSkipped, Note: "larger than the " + FormatSize(f.cfg.MaxFile) + " limit per file"}
 	case errors.Is(err, ErrNotOnCDN):
-		return AttachmentResult{State: AttachmentSkipped, Note: "its address is not on Discord's CDN, so it was not fetched"}
+		return AttachmentResult{State: AttachmentSkipped, Note: noteNotOnCDN}
 	case errors.Is(err, ErrGone):
-		return AttachmentResult{State: AttachmentFailed, Note: "Discord no longer serves it"}
+		return AttachmentResult{State: AttachmentFailed, Note: noteGone}
 	case err != nil && a.Attempts >= f.cfg.MaxAttempts:
 		return AttachmentResult{State: AttachmentFailed, Note: "the download failed"}
 	case err != nil:
-		return AttachmentResult{State: AttachmentPending, RetryIn: Backoff(a.Attempts, 2*time.Second, time.Minute)}
+		return AttachmentResult{State: AttachmentPending, RetryIn: proc.Backoff(a.Attempts, 2*time.Second, time.Minute)}
 	}
 	r := AttachmentResult{State: AttachmentStored, Data: data, Size: int64(len(data)), ContentType: cmp.Or(a.ContentType, ct)}
 	switch a.Kind {

@@ -63,53 +63,21 @@ func (o *Orchestrator) dispatch(ctx context.Context, from Session, turn Turn, re
 		log.Error("find dispatched team", "err", err)
 		return "Refused: internal error; try again later."
 	}
-	author := cmp.Or(turn.AuthorID, from.OwnerID)
-	m, err := o.cfg.Guilds.GuildMember(ctx, from.GuildID, ch.ID, author)
+	l, err := Launcher{Service: o.cfg.Service, Channels: o.cfg.Channels, Guilds: o.cfg.Guilds, Archive: o.cfg.Archive, Log: o.log}.Launch(ctx, Launch{
+		Entrance: FromDispatch, GuildID: from.GuildID, Channel: ch.ID, UserID: cmp.Or(turn.AuthorID, from.OwnerID),
+		Who: "the person who sent this message", OwnerID: from.OwnerID, Goal: goal, From: &from, Turn: turnID,
+	})
+	var ce *CapError
 	switch {
-	case errors.Is(err, ErrNotFound):
-		return "Refused: the person who sent this message is no longer a member of this server."
+	case errors.As(err, &ce):
+		o.cfg.Metrics.LimitHit(LimitActiveSessions)
+		return "Refused: " + ErrorMessage(err)
+	case ErrorCode(err) == EInternal:
+		log.Error("dispatch", "err", err)
+		return "Refused: internal error; try again later."
 	case err != nil:
-		log.Warn("look up the sender's permissions", "channel_id", ch.ID, "err", err)
-		return fmt.Sprintf("Refused: I could not check whether the person who sent this message may post in <#%s>; try again later.", ch.ID)
-	case !MayPost(m.Permissions, false):
-		log.Info("dispatch refused: the sender may not post there", "channel_id", ch.ID, "user_id", author)
-		return fmt.Sprintf("Refused: the person who sent this message cannot see and post in <#%s>, so this team may not start a team there for them.", ch.ID)
-	}
-	err = o.cfg.Service.CheckStart(ctx, Starter{GuildID: from.GuildID, ChannelID: ch.ID, UserID: author, Roles: m.Roles, OwnerID: from.OwnerID})
-	if err != nil {
-		if ErrorCode(err) == EInternal {
-			log.Error("check start", "err", err)
-			return "Refused: internal error; try again later."
-		}
-		var ce *CapError
-		if errors.As(err, &ce) {
-			o.cfg.Metrics.LimitHit(LimitActiveSessions)
-		}
 		return "Refused: " + ErrorMessage(err)
 	}
-	if err := o.cfg.Channels.CanPost(ctx, ch.ID); err != nil {
-		return fmt.Sprintf("Refused: I may not post or open threads in <#%s>.", ch.ID)
-	}
-	thread, err := o.cfg.Channels.StartThread(ctx, ch.ID, Truncate(strings.Join(strings.Fields(goal), " "), 100))
-	if err != nil {
-		log.Warn("open dispatched thread", "channel_id", ch.ID, "err", err)
-		return fmt.Sprintf("Refused: Discord would not let me open a thread in <#%s>.", ch.ID)
-	}
-	sess, roster, err := o.cfg.Service.StartSession(ctx, NewSession{
-		GuildID: from.GuildID, ChannelID: ch.ID, ThreadID: thread, OwnerID: from.OwnerID, Goal: goal,
-		ReportTo: from.ThreadID, DispatchedBy: from.ID, DispatchedTurn: turnID, DispatchDepth: from.DispatchDepth + 1,
-		Brief: fmt.Sprintf("[Dispatched by the team in <#%s>, working on: %s]\n\nWork on your goal: %s\n\n"+
-			"When you have the result the requester needs, send it with report_back, then reply here.",
-			from.ThreadID, oneLine(from.Goal, 300), goal),
-	})
-	if ErrorCode(err) == ELimit {
-		return "Refused: " + ErrorMessage(err) // a cap reached since the check
-	}
-	if err != nil {
-		log.Error("start dispatched session", "err", err)
-		return "Refused: the team could not be started because of an internal error."
-	}
-	log.Info("dispatched", "to_session", sess.ID, "thread_id", thread)
 	return fmt.Sprintf("Started a team in <#%s> (in <#%s>, roles: %s) on: %s. It reports back to this thread; its report will come to you as a new message.",
-		thread, ch.ID, strings.Join(RoleNames(roster), ", "), goal)
+		l.Session.ThreadID, ch.ID, strings.Join(RoleNames(l.Roster), ", "), l.Session.Goal)
 }

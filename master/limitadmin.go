@@ -10,11 +10,6 @@ import (
 	"time"
 )
 
-// PermManageGuild is the Discord permission that lets a member change a
-// guild's budgets and allow lists, and its guild-wide roles;
-// Administrator (PermAdministrator) also does.
-const PermManageGuild int64 = 1 << 5
-
 // MayManageGuild reports whether a member with these guild-level
 // permissions (computed from the member's roles, never from a channel's
 // overwrites) may change guild-wide settings.
@@ -44,7 +39,8 @@ type LimitChange struct {
 
 // LimitStore is what /budget and /access need from Postgres.
 type LimitStore interface {
-	ActiveSession(ctx context.Context, threadID string) (Session, error)
+	SessionFinder
+	AccessReader
 	GuildSpend(ctx context.Context, guildID string) (GuildSpend, error)
 	SessionSpend(ctx context.Context, sessionID int64) (SessionSpend, error)
 	// SetGuildBudget and SetSessionBudget set a budget (nil: back to the
@@ -52,7 +48,6 @@ type LimitStore interface {
 	SetGuildBudget(ctx context.Context, guildID string, tokens *int64, by string) error
 	SetSessionBudget(ctx context.Context, sessionID int64, tokens *int64, by string) error
 	LimitChanges(ctx context.Context, guildID string, limit int) ([]LimitChange, error)
-	Access(ctx context.Context, guildID string) (Access, error)
 	// AllowAccess and RemoveAccess change rules and record who did; they
 	// return how many rules changed.
 	AllowAccess(ctx context.Context, guildID string, rules []AccessRule, by string) (int, error)
@@ -256,7 +251,7 @@ func budgetNow(tokens *int64, def int64) string {
 	}
 }
 
-// mention renders an allow list entry for Discord (it pings nobody: the
+// mention renders an allow list entry as a mention (it pings nobody: the
 // bot's messages allow no mentions).
 func mention(kind AccessKind, id string) string {
 	switch kind {

@@ -206,7 +206,7 @@ const (
 type AccessRule struct {
 	Action AccessAction
 	Kind   AccessKind
-	ID     string // Discord id of the user, role or channel
+	ID     string // the id of the user, role or channel
 }
 
 // Access is a guild's allow lists. For an action with no rule everyone
@@ -262,28 +262,6 @@ func notAllowedText(action AccessAction) string {
 	return "🔒 This server's admins limit who may start callon teams, and where. Ask one of them (`/access show` lists the rules)."
 }
 
-// Discord permission bits that authorization checks, server-side.
-const (
-	PermViewChannel        int64 = 1 << 10
-	PermSendMessages       int64 = 1 << 11
-	PermSendInThreads      int64 = 1 << 38
-	permViewAndSend              = PermViewChannel | PermSendMessages
-	permViewAndSendThreads       = PermViewChannel | PermSendInThreads
-)
-
-// MayPost reports whether permissions in a channel (or, when thread is
-// set, in a thread) let a member see it and send messages there.
-func MayPost(permissions int64, thread bool) bool {
-	if permissions&PermAdministrator != 0 {
-		return true
-	}
-	want := permViewAndSend
-	if thread {
-		want = permViewAndSendThreads
-	}
-	return permissions&want == want
-}
-
 // GuildMember is what authorization needs to know of a member: their
 // roles, and their permissions, computed by the bot from the guild's roles
 // and, in a channel, its overwrites (never taken from an interaction,
@@ -293,7 +271,7 @@ type GuildMember struct {
 	Permissions int64
 }
 
-// Guilds looks members up in Discord.
+// Guilds looks members up on the platform.
 type Guilds interface {
 	// GuildMember returns a member's roles and permissions in a channel
 	// (a thread: its parent's), or, for channelID "", the member's

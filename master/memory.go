@@ -73,7 +73,7 @@ type MemoryStore interface {
 // CleanNote makes a note one line of at most MaxNoteLen characters; ok is
 // false when nothing is left.
 func CleanNote(s string) (string, bool) {
-	s = strings.Join(strings.Fields(CleanText(s)), " ")
+	s = strings.Join(strings.Fields(validText(s)), " ")
 	if s == "" {
 		return "", false
 	}

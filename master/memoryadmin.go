@@ -18,7 +18,7 @@ type MemoryAdminStore interface {
 }
 
 // MemoryAdmin is /memory: a channel's admins see and edit the notes its
-// teams keep. Every entrance (Discord's command, a chat's) goes through
+// teams keep. Every entrance (the bot's command, a chat's) goes through
 // it, so the permission check is made once, here.
 type MemoryAdmin struct {
 	store MemoryAdminStore

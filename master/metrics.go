@@ -20,7 +20,7 @@ type Metrics interface {
 	ToolCalled(caller, tool, result string)
 	// OutboxDelivered counts a delivery attempt of an outbox message
 	// (result "sent", "retry" or "failed"); for a sent one, took is the
-	// time from being queued to being in Discord.
+	// time from being queued to being posted.
 	OutboxDelivered(kind OutKind, result string, took time.Duration)
 	// WebhookDelivered counts a webhook delivery attempt by result
 	// ("delivered", "retry", "failed" or "interrupted").
@@ -83,7 +83,7 @@ type Backlog struct {
 	Turns          map[TurnState]int // open turns: queued, running, waiting
 	Tasks          map[TaskState]int // open tasks: queued, running
 	ClaimableTasks int               // queued tasks a worker could claim now
-	OutboxPending  int               // messages not yet in Discord
+	OutboxPending  int               // messages not yet posted
 	OutboxOldest   time.Duration     // age of the oldest of them; 0 when none
 	WebhookPending int               // webhook events not yet delivered or given up
 	ActiveSessions int

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // OrchestratorConfig tunes the orchestrator. Zero values take the documented defaults.
@@ -29,7 +31,7 @@ type OrchestratorConfig struct {
 	// against the budgets while it runs; DefaultMaxOutput when zero.
 	MaxOutput int
 	Lease     time.Duration
-	// Poll is the fallback when no wake-up comes (IdlePoll with Wake,
+	// Poll is the fallback when no wake-up comes (proc.IdlePoll with Wake,
 	// else 2 s); a failed step's retry is waited for with a timer.
 	Poll time.Duration
 	// A decision that fails (its model cannot be reached, or a step
@@ -48,10 +50,13 @@ type OrchestratorConfig struct {
 	Dispatch      bool     // offer the dispatch tool
 	DispatchDepth int      // a session this many dispatches deep cannot dispatch
 	ReportCap     int      // reports between two sessions per hour
-	Channels      Channels // Discord, for dispatch
+	Channels      Channels // the platform's channels, for dispatch
 	Service       *Service // starts dispatched sessions, within its caps and allow lists
+	// Archive archives the thread of a dispatched team the caps refused
+	// at the last moment; nil leaves it.
+	Archive func(ctx context.Context, threadID string) error
 
-	// Guilds tells what the author of a turn may do in Discord: dispatch
+	// Guilds tells what the author of a turn may do on the platform: dispatch
 	// needs them to see and post in the target channel, and replan to be
 	// allowed /replan for anything beyond the catalog. Without it, both
 	// are refused.
@@ -86,7 +91,7 @@ func (c OrchestratorConfig) withDefaults() OrchestratorConfig {
 	c.MaxRoles = cmp.Or(c.MaxRoles, 8)
 	c.History = cmp.Or(c.History, 12)
 	c.Lease = cmp.Or(c.Lease, 30*time.Second)
-	c.Poll = pollFor(c.Poll, c.Wake, 2*time.Second)
+	c.Poll = proc.PollFor(c.Poll, c.Wake, 2*time.Second)
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
 	c.RetryDelay = cmp.Or(c.RetryDelay, 30*time.Second)
 	c.MaxCalls = cmp.Or(c.MaxCalls, DefaultMaxCalls)
@@ -256,7 +261,7 @@ func (o *Orchestrator) wait(ctx context.Context) error {
 // without a wake: the jittered poll, or less when a failed session's
 // rest ends sooner.
 func (o *Orchestrator) nextLook() time.Duration {
-	wait := Jitter(o.cfg.Poll)
+	wait := proc.Jitter(o.cfg.Poll)
 	now := time.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -291,7 +296,7 @@ func (o *Orchestrator) backOff(id int64, wait time.Duration) {
 	o.mu.Lock()
 	r := o.backoff[id]
 	r.failures++
-	r.until = time.Now().Add(max(wait, Backoff(r.failures, time.Second, time.Minute)))
+	r.until = time.Now().Add(max(wait, proc.Backoff(r.failures, time.Second, time.Minute)))
 	o.backoff[id] = r
 	o.mu.Unlock()
 	select {
@@ -432,7 +437,7 @@ func (o *Orchestrator) failed(ctx context.Context, sessionID int64, turn *Turn, 
 	log = log.With("turn_id", g.TurnID)
 	n := turn.MasterFailures + 1
 	if n <= o.cfg.Retries {
-		wait := Backoff(n, base, top)
+		wait := proc.Backoff(n, base, top)
 		if _, ferr := o.store.FailTurn(ctx, g, wait); ferr != nil {
 			log.Error("master step failed, and so did recording it", "err", err, "record_err", ferr)
 			o.backOff(sessionID, wait)

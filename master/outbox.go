@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // OutboxConfig tunes the outbox sender.
@@ -17,7 +18,7 @@ type OutboxConfig struct {
 	Scope Scope         // the sessions whose messages this sender delivers
 	Batch int           // messages claimed at once
 	Lease time.Duration // how long a claimed message is ours
-	// Poll is the fallback when no wake-up comes (IdlePoll with Wake,
+	// Poll is the fallback when no wake-up comes (proc.IdlePoll with Wake,
 	// else 2 s); a retry this sender put off is waited for with a timer.
 	Poll time.Duration
 	// RetryFor is how long a message that keeps failing for a reason that
@@ -25,7 +26,7 @@ type OutboxConfig struct {
 	// is given up; permanent errors end it at once.
 	RetryFor time.Duration
 	// MaxRetryDelay caps the wait between two tries of a message, so
-	// that a message is never much longer than this behind a Discord that
+	// that a message is never much longer than this behind a platform that
 	// answers again, even when nothing else is sent meanwhile.
 	MaxRetryDelay time.Duration
 	// ProbeEvery is how often, while sends fail, one message (the probe)
@@ -33,7 +34,7 @@ type OutboxConfig struct {
 	// them all (every retry delay shortened to at most ProbeEvery after
 	// its message's last try).
 	ProbeEvery time.Duration
-	// NonceWindow is how long Discord deduplicates a nonce: a message
+	// NonceWindow is how long the platform deduplicates a nonce: a message
 	// that may have been posted longer ago than this is looked for in
 	// its channel before it is sent again.
 	NonceWindow time.Duration
@@ -47,14 +48,14 @@ type OutboxConfig struct {
 }
 
 // Outbox delivers the outbox: every message the team posts is a row
-// first, sent with its nonce, and its Discord id recorded after. A
+// first, sent with its nonce, and its message id recorded after. A
 // failure that may pass is retried for as long as RetryFor; a message
-// that may already be in Discord is never posted twice.
+// that may already have been posted is never posted twice.
 //
 // While sends fail for a reason that may pass, it stops sending batches
 // and probes instead: one message at a time, every ProbeEvery. The first
-// probe Discord answers ends the probing: every retry delay is shortened
-// and the batches resume at once, so replies follow Discord's recovery
+// probe the platform answers ends the probing: every retry delay is shortened
+// and the batches resume at once, so replies follow the platform's recovery
 // within seconds, each channel's messages still in order.
 type Outbox struct {
 	cfg   OutboxConfig
@@ -63,7 +64,7 @@ type Outbox struct {
 	log   *slog.Logger
 
 	probing atomic.Bool // a send failed and no send succeeded since
-	soon    due         // the next retry this sender put off
+	soon    proc.Due    // the next retry this sender put off
 }
 
 // OutboxStore is what the outbox sender needs from Postgres.
@@ -71,7 +72,7 @@ type OutboxStore interface {
 	// ClaimOutbox leases up to n deliverable messages of scope's sessions
 	// to owner, each channel's in order.
 	ClaimOutbox(ctx context.Context, scope Scope, owner string, n int, lease time.Duration) ([]OutMessage, error)
-	// MarkSent records the Discord message id of a delivered message.
+	// MarkSent records the message id of a delivered message.
 	MarkSent(ctx context.Context, id int64, discordID string) error
 	// MarkUnsent records a send that was tried and failed: retried after
 	// retryIn, or given up when permanent.
@@ -94,7 +95,7 @@ type OutboxStore interface {
 func NewOutbox(cfg OutboxConfig, store OutboxStore, out Messenger, logger *slog.Logger) *Outbox {
 	cfg.Batch = cmp.Or(cfg.Batch, 20)
 	cfg.Lease = cmp.Or(cfg.Lease, time.Minute)
-	cfg.Poll = pollFor(cfg.Poll, cfg.Wake, 2*time.Second)
+	cfg.Poll = proc.PollFor(cfg.Poll, cfg.Wake, 2*time.Second)
 	cfg.RetryFor = cmp.Or(cfg.RetryFor, 24*time.Hour)
 	cfg.MaxRetryDelay = cmp.Or(cfg.MaxRetryDelay, 30*time.Second)
 	cfg.ProbeEvery = cmp.Or(cfg.ProbeEvery, 2*time.Second)
@@ -134,9 +135,9 @@ func (d *Outbox) Run(ctx context.Context) error {
 		if err == nil && n == d.cfg.Batch && !probing {
 			continue
 		}
-		wait, wake := d.soon.wait(Jitter(d.cfg.Poll)), d.cfg.Wake
+		wait, wake := d.soon.Wait(proc.Jitter(d.cfg.Poll)), d.cfg.Wake
 		if probing {
-			wait, wake = Jitter(d.cfg.ProbeEvery), nil
+			wait, wake = proc.Jitter(d.cfg.ProbeEvery), nil
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -156,7 +157,7 @@ func (d *Outbox) Probing() bool { return d.probing.Load() }
 
 // Flush claims one batch and delivers it: channels in parallel, each
 // channel's messages in order. While probing, it tries one message
-// instead; when Discord answers it, the probing ends, every retry delay
+// instead; when the platform answers it, the probing ends, every retry delay
 // is shortened, and a batch follows at once. It returns how many
 // messages it claimed.
 func (d *Outbox) Flush(ctx context.Context) (int, error) {
@@ -187,15 +188,15 @@ func (d *Outbox) flush(ctx context.Context) (int, error) {
 		}
 		byChannel[m.ChannelID] = append(byChannel[m.ChannelID], m)
 	}
-	var wg sync.WaitGroup
-	for _, ch := range order {
-		wg.Go(func() { d.deliver(ctx, byChannel[ch]) })
+	groups := make([][]OutMessage, len(order))
+	for i, ch := range order {
+		groups[i] = byChannel[ch]
 	}
-	wg.Wait()
+	proc.FanOut(ctx, groups, d.deliver) // each channel's in order, channels at once
 	return len(msgs), nil
 }
 
-// probe tries the one message ProbeOutbox picks. Discord answering it
+// probe tries the one message ProbeOutbox picks. The platform answering it
 // (sent, or refused for good) ends the probing and shortens every wait;
 // nothing left to probe ends it too.
 func (d *Outbox) probe(ctx context.Context) (int, error) {
@@ -217,13 +218,13 @@ func (d *Outbox) probe(ctx context.Context) (int, error) {
 	defer cancel()
 	n, err := d.store.ShortenWaits(wctx, d.cfg.ProbeEvery)
 	if n > 0 {
-		d.soon.set(time.Now().Add(d.cfg.ProbeEvery)) // what was tried a moment ago
+		d.soon.Set(time.Now().Add(d.cfg.ProbeEvery)) // what was tried a moment ago
 	}
 	if err != nil {
 		// The waits run out by themselves, at most MaxRetryDelay.
 		d.log.Warn("shorten the outbox's retry delays", "err", err)
 	}
-	d.log.Info("Discord answers again; sending what waited", "waited", n)
+	d.log.Info("messages are delivered again; sending what waited", "waited", n)
 	return 1, nil
 }
 
@@ -270,21 +271,21 @@ func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
 		return false // shutting down: the caller gives it back untried
 	}
 	age := d.cfg.Now().Sub(m.CreatedAt)
-	// Discord refusing a message for good still answered: what waits for
-	// it to come back need not.
+	// A message refused for good was still answered: the platform is
+	// back, and what waits for it to come back need not.
 	wasProbing := d.probing.Swap(!errors.Is(err, ErrPermanent))
 	permanent := errors.Is(err, ErrPermanent) || age > d.cfg.RetryFor
-	retry := Backoff(m.Attempts+1, time.Second, d.cfg.MaxRetryDelay)
+	retry := proc.Backoff(m.Attempts+1, time.Second, d.cfg.MaxRetryDelay)
 	switch {
 	case errors.Is(err, ErrPermanent):
-		log.Error("message given up: Discord refuses it", "attempt", m.Attempts+1, "err", err)
+		log.Error("message given up: refused for good", "attempt", m.Attempts+1, "err", err)
 	case permanent:
 		log.Error("message given up: still failing after its retry period", "attempt", m.Attempts+1, "age", age.Round(time.Second), "err", err)
 	case wasProbing:
 		// Still down: said once, when the probing began.
 		log.Debug("send message; still failing", "attempt", m.Attempts+1, "err", err)
 	default:
-		log.Warn("send message; retrying, one message at a time until Discord answers", "attempt", m.Attempts+1, "retry_in", retry, "err", err)
+		log.Warn("send message; retrying, one message at a time until one is delivered", "attempt", m.Attempts+1, "retry_in", retry, "err", err)
 	}
 	result := "retry"
 	if permanent {
@@ -292,7 +293,7 @@ func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
 	}
 	d.cfg.Metrics.OutboxDelivered(m.Kind, result, 0)
 	if !permanent {
-		d.soon.set(time.Now().Add(retry))
+		d.soon.Set(time.Now().Add(retry))
 	}
 	if err := d.store.MarkUnsent(wctx, m.ID, err.Error(), retry, permanent); err != nil {
 		log.Error("record unsent message", "err", err)
@@ -301,7 +302,7 @@ func (d *Outbox) deliverOne(ctx context.Context, m OutMessage) bool {
 }
 
 // send posts m, unless it may have been posted already longer ago than
-// Discord remembers its nonce: then it is looked for in the channel first,
+// the platform remembers its nonce: then it is looked for in the channel first,
 // and found, it is not posted again.
 func (d *Outbox) send(ctx context.Context, m OutMessage) (string, error) {
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)

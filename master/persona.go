@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 )
 
 // Line is one member's part of a reply presented as an exchange between
@@ -34,7 +33,7 @@ type Persona struct {
 }
 
 // ErrNoPersonas is a Messenger that cannot post in a member's name in a
-// channel (Discord: callon may not manage its webhooks).
+// channel (the bot may not manage the channel's webhooks).
 var ErrNoPersonas = errors.New("members cannot post in their own names here")
 
 // Bounds of a reply presented as an exchange.
@@ -156,45 +155,6 @@ func parseExchange(lines []Line, e decisionEnv) ([]Line, error) {
 		out = append(out, Line{Member: l.Member, Text: text})
 	}
 	return out, nil
-}
-
-// PersonaName is the name a member posts under: its role's name in words
-// ("market-analyst" → "Market analyst"). Discord refuses a webhook's
-// username that contains "discord" or "clyde" or is "everyone" or
-// "here", so those are broken up or qualified; anything but ASCII
-// letters, digits and spaces is dropped (role names are slugs anyway, so nothing
-// else Discord refuses, such as @, # or :, can occur), and it stays
-// within the 80 characters allowed.
-func PersonaName(role string) string {
-	name := strings.Map(func(r rune) rune {
-		switch {
-		case r == '-' || r == '_' || r == ' ':
-			return ' '
-		case r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)):
-			return r
-		}
-		return -1
-	}, role)
-	name = strings.Join(strings.Fields(name), " ")
-	if name == "" {
-		return "Member"
-	}
-	r := []rune(name)
-	name = string(unicode.ToUpper(r[0])) + string(r[1:])
-	for _, bad := range []string{"discord", "clyde"} {
-		for {
-			i := strings.Index(strings.ToLower(name), bad)
-			if i < 0 {
-				break
-			}
-			name = name[:i+3] + "-" + name[i+3:]
-		}
-	}
-	switch strings.ToLower(name) {
-	case "everyone", "here":
-		name += " (member)"
-	}
-	return Truncate(name, 80)
 }
 
 // PersonaFallbacks is what the outbox needs from Postgres when members

@@ -51,25 +51,6 @@ const (
 	OutApproval OutKind = "approval"
 )
 
-// ButtonStyle is how a button looks: Discord's styles 1 to 4.
-type ButtonStyle int
-
-// Button styles.
-const (
-	ButtonPrimary   ButtonStyle = 1
-	ButtonSecondary ButtonStyle = 2
-	ButtonSuccess   ButtonStyle = 3
-	ButtonDanger    ButtonStyle = 4
-)
-
-// Button is a button on a message the team posts. A click reaches the
-// bot with CustomID, which routes it.
-type Button struct {
-	Label    string      `json:"label"`
-	Style    ButtonStyle `json:"style"`
-	CustomID string      `json:"custom_id"`
-}
-
 // OutMessage is a message the team will post, durable before it is sent.
 type OutMessage struct {
 	ID        int64
@@ -101,7 +82,7 @@ type OutMessage struct {
 	// CreatedAt is when the message was queued.
 	CreatedAt time.Time
 	// MaybeSentAt is the first time a send of this message may have
-	// reached Discord without being recorded; zero when none may have.
+	// been posted without being recorded; zero when none may have.
 	MaybeSentAt time.Time
 }
 
@@ -134,7 +115,8 @@ type Progress struct {
 	Note    string
 }
 
-// Messenger posts into Discord. Only the master's runtime holds one.
+// Messenger posts into a team's thread (bot's) or its terminal. Only the
+// master's runtime holds one.
 type Messenger interface {
 	// Send posts m with its nonce, pinging nobody but the replied-to user.
 	Send(ctx context.Context, m OutMessage) (messageID string, err error)
@@ -155,4 +137,36 @@ type Messenger interface {
 type File struct {
 	Name string
 	Data []byte
+}
+
+// The reads and writes several ports need are declared once, here, and
+// embedded in each port that needs them.
+
+// SessionFinder finds a thread's team.
+type SessionFinder interface {
+	// ActiveSession returns the active session of a thread, or ErrNotFound.
+	ActiveSession(ctx context.Context, threadID string) (Session, error)
+}
+
+// AccessReader reads a guild's allow lists.
+type AccessReader interface {
+	// Access returns a guild's allow lists.
+	Access(ctx context.Context, guildID string) (Access, error)
+}
+
+// TurnRecorder records messages as turns.
+type TurnRecorder interface {
+	// RecordTurn stores a user message as a queued turn, idempotently on
+	// its message id: created is false when the message was seen before.
+	// A turn of the session that waited for the user's answer is closed.
+	// A turn given as refused, or that admission refuses, is recorded
+	// refused (its State says so), with a notice once per burst. The
+	// message's files are recorded with it.
+	RecordTurn(ctx context.Context, t Turn, a Admission) (turn Turn, created bool, err error)
+}
+
+// RosterReader reads a team's roles.
+type RosterReader interface {
+	// Roster returns a session's roles.
+	Roster(ctx context.Context, sessionID int64) ([]Role, error)
 }

@@ -1,49 +1,8 @@
 package master
 
-import (
-	"fmt"
-	"strings"
-)
-
 // TeamPresence is what /team shows of a team's features at work: its
 // channel's notes, and the verdicts on its replies.
 type TeamPresence struct {
 	Notes                    int // notes its channel keeps
 	Passed, Revised, Skipped int // its replies reviewed: passed (or with a caveat), sent back, unreviewed
-}
-
-// presenceField is /team's line per feature: which members speak in
-// their own names, the channel's memory, the reviewer's verdicts.
-func presenceField(v TeamView) EmbedField {
-	f := v.Session.Features
-	var b strings.Builder
-	if f.Personas {
-		names := make([]string, len(v.Roster))
-		for i, r := range v.Roster {
-			names[i] = "**" + PersonaName(r.Name) + "**"
-		}
-		fmt.Fprintf(&b, "🎭 Personas: %s post their parts of replies in their own names\n", strings.Join(names, ", "))
-	} else {
-		b.WriteString("🎭 Personas: off (the coordinator speaks for the team)\n")
-	}
-	if f.Memory {
-		fmt.Fprintf(&b, "🧠 Memory: on · %d %s kept in this channel\n", v.Presence.Notes, plural(v.Presence.Notes, "note", "notes"))
-	} else {
-		b.WriteString("🧠 Memory: off\n")
-	}
-	p := v.Presence
-	switch f.Review {
-	case ReviewOn, ReviewAlways:
-		what := "merged replies"
-		if f.Review == ReviewAlways {
-			what = "every reply"
-		}
-		fmt.Fprintf(&b, "🔎 Review: %s (%s) · %d passed, %d sent back", f.Review, what, p.Passed, p.Revised)
-		if p.Skipped > 0 {
-			fmt.Fprintf(&b, ", %d unreviewed", p.Skipped)
-		}
-	default:
-		b.WriteString("🔎 Review: off")
-	}
-	return EmbedField{Name: "Presence", Value: b.String()}
 }

@@ -121,9 +121,18 @@ func roundTasks(tasks []Task, round int) []Task {
 // roundTasks are the current round's tasks.
 func (c turnContext) roundTasks() []Task { return roundTasks(c.tasks, c.turn.Round) }
 
+// How the models are told where their team lives: every prompt's words
+// for the platform are here.
+const (
+	inThread     = "a Discord thread"
+	threadStyle  = "Write for Discord: concise, Markdown, no @everyone or @here."
+	markdownKind = "Discord Markdown"
+	markdownTone = "Discord-friendly Markdown"
+)
+
 func masterSystemPrompt(c turnContext, older []Exchange) string {
 	var b strings.Builder
-	where, style := "a Discord thread", "Write for Discord: concise, Markdown, no @everyone or @here."
+	where, style := inThread, threadStyle
 	if c.session.Surface == SurfaceTerminal {
 		where, style = "a terminal chat", "Write for a terminal: concise Markdown."
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 )
 
 func renderMessages(msgs []Message) string {
@@ -62,34 +61,6 @@ func TestMasterPromptOfATerminalTeam(t *testing.T) {
 	if strings.Contains(got, "Discord") || !strings.Contains(got, "working in a terminal chat") {
 		t.Errorf("a terminal team's system prompt:\n%s\nwant it to say a terminal chat, and no Discord", got)
 	}
-}
-
-func TestStatusGolden(t *testing.T) {
-	t.Parallel()
-	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	ts := TurnStatus{
-		Turn:      Turn{ID: 7, Round: 1, State: TurnRunning},
-		StartedAt: start,
-		Tasks: []Task{
-			{ID: 1, Round: 1, Role: "researcher", State: TaskRunning, StartedAt: start.Add(time.Second)},
-			{ID: 2, Round: 1, Role: "writer", State: TaskQueued},
-			{ID: 3, Round: 1, Role: "reviewer", State: TaskDone, StartedAt: start, EndedAt: start.Add(4 * time.Second), Result: "SECRET RESULT"},
-			{ID: 4, Round: 1, Role: "scout", State: TaskRunning, StartedAt: start.Add(2 * time.Second)},
-			{ID: 5, Round: 1, Role: "engineer", State: TaskApproval, StartedAt: start.Add(2 * time.Second)},
-		},
-		Progress: map[int64]Progress{1: {Percent: 40, Note: "reading the docs"}},
-		Calls: map[int64]ToolActivity{
-			4: {Tool: "fetch_url", Args: `{"url":"https://example.com/@everyone"}`},
-			5: {Tool: "git__push", Args: "{\"branch\":\"`main`\"}"},
-			3: {Tool: "never__shown", Args: "{}"},
-		},
-	}
-	got := RenderStatus(ts, start.Add(12*time.Second))
-	if strings.Contains(got, "SECRET RESULT") {
-		t.Errorf("status shows a worker's result:\n%s", got)
-	}
-	ts.Turn.State, ts.RepliedAt = TurnDone, start.Add(75*time.Second)
-	golden.Check(t, "status.golden", got+"\n---\n"+SettledStatus(ts, nil)+"\n")
 }
 
 // TestMasterPromptFlagsFailingRoles: the pre-send check. A member whose

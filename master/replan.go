@@ -152,7 +152,7 @@ func describeReplan(old, roster []Role, reason string) string {
 
 func replanMessages(s Session, roster []Role, instruction string, maxRoles int) []Message {
 	var b strings.Builder
-	fmt.Fprintf(&b, "You reorganize a team that works in a Discord thread on this goal:\n%s\n\nThe team now:\n", s.Goal)
+	fmt.Fprintf(&b, "You reorganize a team that works in %s on this goal:\n%s\n\nThe team now:\n", inThread, s.Goal)
 	for _, r := range roster {
 		fmt.Fprintf(&b, "- %s: %s\n", r.Name, r.Description)
 	}

@@ -29,16 +29,19 @@ type Report struct {
 	ToSession int64  // the team it was injected into
 }
 
-// Channel is a Discord channel or thread, as dispatch and report_to see it.
+// Channel is a channel or thread, as starting a team and report_to see it.
 type Channel struct {
 	ID       string
 	GuildID  string
 	Name     string
 	Thread   bool
 	ParentID string
+	// Other says it is neither a text channel nor a thread (a voice
+	// channel, a forum, a category): no team works there.
+	Other bool
 }
 
-// Channels is what hand-back needs from Discord: finding channels,
+// Channels is what starting teams and hand-back need of the platform: finding channels,
 // opening threads, and knowing whether the bot may post.
 type Channels interface {
 	// Resolve finds a channel of the guild from an id, a <#id> mention or

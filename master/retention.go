@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // Purged counts the rows one purge deleted.
@@ -59,16 +61,9 @@ func (r *Retention) Run(ctx context.Context) error {
 	if r.cfg.Keep <= 0 {
 		return nil
 	}
-	for {
-		r.purge(ctx)
-		t := time.NewTimer(Jitter(r.cfg.Every))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-	}
+	r.purge(ctx)
+	proc.Every(ctx, r.cfg.Every, r.purge)
+	return nil
 }
 
 func (r *Retention) purge(ctx context.Context) {

@@ -276,7 +276,7 @@ func parseVerdict(call ToolCall) (Review, error) {
 			r.Objections = append(r.Objections, o)
 		}
 	}
-	caveat := Truncate(strings.TrimSpace(CleanText(a.Caveat)), maxCaveatLen)
+	caveat := Truncate(strings.TrimSpace(validText(a.Caveat)), maxCaveatLen)
 	switch Verdict(a.Decision) {
 	case VerdictPass:
 		return Review{Verdict: VerdictPass}, nil

@@ -7,10 +7,6 @@ import (
 	"time"
 )
 
-// PermManageChannels is the Discord permission that lets a member change
-// a channel's roles; Administrator (PermAdministrator) also does.
-const PermManageChannels int64 = 1 << 4
-
 // MayManageRoles reports whether a member with these permissions in a
 // channel may change its roles (or its guild's).
 func MayManageRoles(permissions int64) bool {
@@ -32,7 +28,7 @@ type RoleChange struct {
 	Scope  RoleScope
 	Action RoleAction
 	Names  []string // the role set or removed; every role a reset removed
-	By     string   // Discord user id
+	By     string   // a user id
 	At     time.Time
 }
 

@@ -59,6 +59,30 @@ type ToolCatalog interface {
 	Names(ctx context.Context, guild string) []string
 }
 
+// Toolbox runs the tools roles may use: fetch_url and the tools of the
+// deployment's MCP servers (tools.Manager implements it, as it does
+// ToolCatalog). Every method that names a guild gives a role of that
+// guild only what the operator granted it.
+type Toolbox interface {
+	// Offer returns the functions a role of guild with the tools list
+	// allowed may call now, each server's tool as "<server>__<tool>", and
+	// a notice for the model naming those that are unavailable ("" when
+	// none is).
+	Offer(ctx context.Context, guild string, allowed []string) (tools []Tool, notice string)
+	// Allows says whether the tools list allowed lets a model of a role
+	// of guild call name: a model may call a function it was not offered.
+	Allows(guild string, allowed []string, name string) bool
+	// NeedsApproval says whether a call of name with args, by a role with
+	// the tools list allowed, waits for a person.
+	NeedsApproval(allowed []string, name, args string) bool
+	// Approvers are the role ids whose members alone decide on a call of
+	// name; none: the team's owner and thread managers.
+	Approvers(name string) []string
+	// Call makes one call for a role of guild within its own timeout and
+	// output cap; every failure is a result the model can read.
+	Call(ctx context.Context, guild, name, args string) ToolResult
+}
+
 // MaxRoleTools bounds a role's tools list.
 const MaxRoleTools = 32
 

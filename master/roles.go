@@ -41,7 +41,7 @@ func DefaultRoles() []Role {
 			Name:        "writer",
 			Description: "Drafts and edits clear prose: announcements, docs, emails, summaries.",
 			Prompt: "You write. Produce clear, well-structured text in the tone the instruction asks for " +
-				"(default: friendly and direct). Use short paragraphs and Discord-friendly Markdown.",
+				"(default: friendly and direct). Use short paragraphs and " + markdownTone + ".",
 		},
 		{
 			Name:        "reviewer",

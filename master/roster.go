@@ -47,7 +47,7 @@ type RoleEntry struct {
 	Role
 	Source    RoleSource
 	Scope     RoleScope
-	UpdatedBy string    // Discord user id; "" for file and built-in roles
+	UpdatedBy string    // a user id; "" for file and built-in roles
 	UpdatedAt time.Time // zero for file and built-in roles
 }
 

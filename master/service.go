@@ -27,20 +27,18 @@ type SessionStore interface {
 	// CheckCaps returns a *CapError when caps would refuse a new session
 	// of owner in the guild now.
 	CheckCaps(ctx context.Context, guildID, ownerID string, caps SessionCaps) error
-	// Access returns a guild's allow lists.
-	Access(ctx context.Context, guildID string) (Access, error)
+	AccessReader
 	// BotTurns counts the turns a bot started in a guild within the hour,
 	// the teams it started included.
 	BotTurns(ctx context.Context, guildID, botID string) (int, error)
-	// ActiveSession returns the active session of a thread, or ErrNotFound.
-	ActiveSession(ctx context.Context, threadID string) (Session, error)
+	SessionFinder
 	// ActiveSessionAccess returns the active session of a thread and its
 	// guild's allow lists (in one round trip), or ErrNotFound.
 	ActiveSessionAccess(ctx context.Context, threadID string) (Session, Access, error)
-	// CatchUpPoints lists every awake active Discord session with where
+	// CatchUpPoints lists every awake active session of a thread with where
 	// its thread's catch-up starts.
 	CatchUpPoints(ctx context.Context) ([]CatchUpPoint, error)
-	// DormantPoints lists the dormant Discord sessions, each with the
+	// DormantPoints lists the dormant sessions of threads, each with the
 	// latest message of its thread callon knows of as Last.
 	DormantPoints(ctx context.Context) ([]CatchUpPoint, error)
 	// WakeSession wakes a dormant session if caps let its owner and guild
@@ -52,15 +50,8 @@ type SessionStore interface {
 	SleepSession(ctx context.Context, threadID string) (bool, error)
 	// Notice queues a message in an active session's thread.
 	Notice(ctx context.Context, sessionID int64, text string) error
-	// RecordTurn stores a user message as a queued turn, idempotently on
-	// its message id: created is false when the message was seen before.
-	// A turn of the session that waited for the user's answer is closed.
-	// A turn given as refused, or that admission refuses, is recorded
-	// refused (its State says so), with a notice once per burst. The
-	// message's files are recorded with it.
-	RecordTurn(ctx context.Context, t Turn, a Admission) (turn Turn, created bool, err error)
-	// Roster returns a session's roles.
-	Roster(ctx context.Context, sessionID int64) ([]Role, error)
+	TurnRecorder
+	RosterReader
 }
 
 // ServiceConfig bounds what people may start. Zero values mean no bound.
@@ -86,7 +77,7 @@ type ServiceConfig struct {
 	Features func(ctx context.Context, guildID, channelID string) (Features, error)
 }
 
-// Service is the entry point the bot calls with what people do in Discord.
+// Service is the entry point the bot calls with what people do in threads.
 type Service struct {
 	cfg    ServiceConfig
 	store  SessionStore
@@ -229,7 +220,7 @@ type NewSession struct {
 	// where its reports go, besides ReportTo.
 	APIKey      string
 	CallbackURL string
-	// Surface is where people talk to the team ("" is Discord);
+	// Surface is where people talk to the team ("": the default surface);
 	// AttachedTo, for a terminal team, the owner of the chat process
 	// that serves it.
 	Surface    Surface
@@ -307,7 +298,7 @@ func Kickoff(goal, ownerID string, roster []Role, reportTo string, dispatched, c
 	return Truncate(b.String(), MaxMessageLen)
 }
 
-// Incoming is a message posted in Discord.
+// Incoming is a message posted in a channel or thread.
 type Incoming struct {
 	ID        string
 	GuildID   string
@@ -379,7 +370,7 @@ func (s *Service) HandleMessage(ctx context.Context, m Incoming) (Turn, error) {
 // the attachment policy, and the role it is addressed to, if any.
 func (s *Service) newTurn(ctx context.Context, sessionID int64, guildID, channelID string, m Incoming) (Turn, error) {
 	t := Turn{SessionID: sessionID, MessageID: m.ID, GuildID: guildID, ChannelID: channelID, AuthorID: m.AuthorID, AuthorBot: m.AuthorBot,
-		Content: CleanText(m.Content), State: TurnQueued, Attachments: s.attach.Plan(m.Attachments)}
+		Content: m.Content, State: TurnQueued, Attachments: s.attach.Plan(m.Attachments)}
 	if addressCandidate(m.Content) != "" {
 		roster, err := s.store.Roster(ctx, sessionID)
 		if err != nil {
@@ -423,7 +414,7 @@ const catchUpWindow = 10 * time.Minute
 const catchUpRead = 1000
 
 // catchUpSkew is how much later than the gateway's READY a message's own
-// timestamp (Discord's clock) may be and still have been posted before
+// timestamp (the platform's clock) may be and still have been posted before
 // it (this host's clock): such messages are recorded as if they had just
 // arrived, like the gateway's own, since either path may see them first.
 // Later ones are the gateway's alone.
@@ -444,7 +435,7 @@ type CatchUpPoint struct {
 	Refusal string
 }
 
-// ThreadReader reads Discord threads' history, and who wrote it.
+// ThreadReader reads threads' history, and who wrote it.
 type ThreadReader interface {
 	// MessagesAfter returns up to limit messages of a channel posted after
 	// the message id after, oldest first.
@@ -463,7 +454,7 @@ type ThreadReader interface {
 // nothing was listening (a restart, a gateway session that could not be
 // resumed): each thread is read from shortly before its last recorded
 // message on, and the messages found are routed as if they had just
-// arrived, in Discord's order (recording is idempotent, so a message
+// arrived, in the thread's order (recording is idempotent, so a message
 // seen before changes nothing). At most CatchUpMax turns are started per
 // thread. ready is when the gateway session began: what was posted after
 // it arrives live, so it is not counted as missed (see catchUpSkew).
@@ -542,7 +533,7 @@ func (s *Service) catchUpThread(ctx context.Context, r ThreadReader, ready time.
 		}
 		live := posted.After(ready)
 		t := Turn{SessionID: p.SessionID, MessageID: m.ID, GuildID: p.GuildID, ChannelID: p.ThreadID,
-			AuthorID: m.AuthorID, AuthorBot: m.AuthorBot, Content: CleanText(m.Content), State: TurnRefused}
+			AuthorID: m.AuthorID, AuthorBot: m.AuthorBot, Content: m.Content, State: TurnRefused}
 		if p.Refusal != "" {
 			// The dormant team cannot wake: the thread is told why, once.
 			if _, _, err := s.store.RecordTurn(ctx, t, Admission{Refused: p.Refusal}); err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // Every model call callon makes — the master's, a worker's, /replan's —
@@ -163,7 +165,7 @@ func (m Meter) hold(ctx context.Context, h Hold) (Held, error) {
 		if !errors.As(err, &be) || !be.Busy() || time.Now().After(deadline) {
 			return held, err
 		}
-		t := time.NewTimer(Backoff(attempt, 100*time.Millisecond, 2*time.Second))
+		t := time.NewTimer(proc.Backoff(attempt, 100*time.Millisecond, 2*time.Second))
 		select {
 		case <-ctx.Done():
 			t.Stop()

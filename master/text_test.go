@@ -24,10 +24,12 @@ func TestSplit(t *testing.T) {
 		{"runes", "ééééé", 2, []string{"éé", "éé", "é"}},
 	}
 	for _, tt := range tests {
-		got := Split(tt.text, tt.max)
-		if strings.Join(got, "|") != strings.Join(tt.want, "|") || len(got) != len(tt.want) {
-			t.Errorf("%s: Split(%q, %d) = %q, want %q", tt.name, tt.text, tt.max, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			got := Split(tt.text, tt.max)
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") || len(got) != len(tt.want) {
+				t.Errorf("%s: Split(%q, %d) = %q, want %q", tt.name, tt.text, tt.max, got, tt.want)
+			}
+		})
 	}
 	long := para + "\n\n" + para + "\n\n" + para
 	parts := Split(long, MaxMessageLen)

@@ -174,7 +174,7 @@ var replyTool = masterTool{
 	name: ToolReply,
 	schema: func(e decisionEnv) Tool {
 		props := map[string]any{
-			"text": map[string]any{"type": "string", "description": "The message to post, in Discord Markdown."},
+			"text": map[string]any{"type": "string", "description": "The message to post, in " + markdownKind + "."},
 		}
 		if e.personas {
 			props["exchange"] = exchangeSchema(e)

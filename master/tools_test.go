@@ -50,15 +50,17 @@ func TestParseDecision(t *testing.T) {
 		{name: "must reply", tool: "delegate", args: `{"tasks":[{"role":"writer","instruction":"a"}]}`, mustReply: true, wantErr: "only reply"},
 	}
 	for _, tt := range tests {
-		d, err := parseDecision(ToolCall{ID: "c", Name: tt.tool, Arguments: tt.args}, decisionEnv{roster: roster, maxTasks: 6, maxRoles: 8, mustReply: tt.mustReply})
-		switch {
-		case tt.wantErr == "" && err != nil:
-			t.Errorf("%s: error %v, want none", tt.name, err)
-		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.wantErr)
-		case tt.check != nil && err == nil:
-			tt.check(t, d)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := parseDecision(ToolCall{ID: "c", Name: tt.tool, Arguments: tt.args}, decisionEnv{roster: roster, maxTasks: 6, maxRoles: 8, mustReply: tt.mustReply})
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("%s: error %v, want none", tt.name, err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.wantErr)
+			case tt.check != nil && err == nil:
+				tt.check(t, d)
+			}
+		})
 	}
 }
 

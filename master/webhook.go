@@ -6,8 +6,9 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // WebhookEventKind names an event callon tells an outside dispatcher about.
@@ -129,25 +130,16 @@ func NewWebhookSender(cfg WebhookSenderConfig, store WebhookStore, post Poster, 
 
 // Run delivers due events until ctx ends.
 func (s *WebhookSender) Run(ctx context.Context) error {
-	drain(ctx, s.Flush, s.cfg.Batch, s.cfg.Poll, s.cfg.Wake, nil, s.log, "claim webhook events")
+	proc.Drain(ctx, s.Flush, s.cfg.Batch, s.cfg.Poll, s.cfg.Wake, nil, s.log, "claim webhook events")
 	return nil
 }
 
 // Flush claims one batch of due events and delivers them in parallel. It
 // returns how many it claimed.
 func (s *WebhookSender) Flush(ctx context.Context) (int, error) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	evs, err := s.store.ClaimWebhooks(cctx, s.cfg.Batch, s.cfg.Lease)
-	cancel()
-	if err != nil || len(evs) == 0 {
-		return 0, err
-	}
-	var wg sync.WaitGroup
-	for _, ev := range evs {
-		wg.Go(func() { s.deliver(ctx, ev) })
-	}
-	wg.Wait()
-	return len(evs), nil
+	return proc.Claim(ctx, func(ctx context.Context) ([]WebhookEvent, error) {
+		return s.store.ClaimWebhooks(ctx, s.cfg.Batch, s.cfg.Lease)
+	}, s.deliver)
 }
 
 // deliver makes one attempt at ev and records how it went.
@@ -214,7 +206,7 @@ func (s *WebhookSender) judge(ev WebhookEvent, res PostResult, err error) Webhoo
 		r.Failed = true
 		return r
 	}
-	r.RetryIn = max(Backoff(ev.Attempt, s.cfg.RetryBase, s.cfg.RetryMax), min(res.RetryAfter, MaxRetryAfter))
+	r.RetryIn = max(proc.Backoff(ev.Attempt, s.cfg.RetryBase, s.cfg.RetryMax), min(res.RetryAfter, MaxRetryAfter))
 	return r
 }
 

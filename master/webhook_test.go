@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // fakeWebhookStore is a WebhookStore of functions.
@@ -55,16 +57,18 @@ func TestWebhookJudge(t *testing.T) {
 		{"network error with no retry left", 3, 0, errors.New("timeout"), false, true},
 	}
 	for _, c := range cases {
-		r := s.judge(WebhookEvent{ID: 7, Attempt: c.attempt}, PostResult{Status: c.status}, c.err)
-		if r.Delivered != c.delivered || r.Failed != c.failed || r.EventID != 7 || r.Attempt != c.attempt || r.Status != c.status {
-			t.Errorf("%s: got %+v, want delivered %v failed %v", c.name, r, c.delivered, c.failed)
-		}
-		if retry := !r.Delivered && !r.Failed; retry != (r.RetryIn > 0) {
-			t.Errorf("%s: RetryIn %v for a result that retries: %v", c.name, r.RetryIn, retry)
-		}
-		if !c.delivered && r.Error == "" {
-			t.Errorf("%s: no error recorded", c.name)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			r := s.judge(WebhookEvent{ID: 7, Attempt: c.attempt}, PostResult{Status: c.status}, c.err)
+			if r.Delivered != c.delivered || r.Failed != c.failed || r.EventID != 7 || r.Attempt != c.attempt || r.Status != c.status {
+				t.Errorf("%s: got %+v, want delivered %v failed %v", c.name, r, c.delivered, c.failed)
+			}
+			if retry := !r.Delivered && !r.Failed; retry != (r.RetryIn > 0) {
+				t.Errorf("%s: RetryIn %v for a result that retries: %v", c.name, r.RetryIn, retry)
+			}
+			if !c.delivered && r.Error == "" {
+				t.Errorf("%s: no error recorded", c.name)
+			}
+		})
 	}
 }
 
@@ -85,10 +89,12 @@ func TestWebhookJudgeHonoursRetryAfter(t *testing.T) {
 		{"none: the backoff", 500, 0, 500 * time.Millisecond, time.Second},
 	}
 	for _, c := range cases {
-		r := s.judge(WebhookEvent{ID: 7, Attempt: 1}, PostResult{Status: c.status, RetryAfter: c.retryAfter}, nil)
-		if r.Delivered || r.Failed || r.RetryIn < c.atLeast || r.RetryIn > c.atMost {
-			t.Errorf("%s: got %+v, want a retry in [%v, %v]", c.name, r, c.atLeast, c.atMost)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			r := s.judge(WebhookEvent{ID: 7, Attempt: 1}, PostResult{Status: c.status, RetryAfter: c.retryAfter}, nil)
+			if r.Delivered || r.Failed || r.RetryIn < c.atLeast || r.RetryIn > c.atMost {
+				t.Errorf("%s: got %+v, want a retry in [%v, %v]", c.name, r, c.atLeast, c.atMost)
+			}
+		})
 	}
 	// A permanent answer stays permanent whatever it says.
 	if r := s.judge(WebhookEvent{ID: 7, Attempt: 1}, PostResult{Status: 400, RetryAfter: time.Minute}, nil); !r.Failed {
@@ -102,13 +108,13 @@ func TestWebhookBackoffGrowsWithJitterUpToTheCap(t *testing.T) {
 	for n := 1; n <= 20; n++ {
 		want := min(base<<(n-1), hi)
 		for range 50 {
-			if d := Backoff(n, base, hi); d < want/2 || d > want {
-				t.Fatalf("Backoff(%d) = %v, want within [%v, %v]", n, d, want/2, want)
+			if d := proc.Backoff(n, base, hi); d < want/2 || d > want {
+				t.Fatalf("proc.Backoff(%d) = %v, want within [%v, %v]", n, d, want/2, want)
 			}
 		}
 	}
 	// Growth: each attempt's shortest delay is the previous one's longest.
-	if Backoff(3, base, hi) < 2*time.Second || Backoff(1, base, hi) > time.Second {
+	if proc.Backoff(3, base, hi) < 2*time.Second || proc.Backoff(1, base, hi) > time.Second {
 		t.Error("the third delay is not at least the first one's longest")
 	}
 }

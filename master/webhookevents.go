@@ -24,7 +24,7 @@ type WebhookSession struct {
 	GuildID   string `json:"guild_id"`
 	ChannelID string `json:"channel_id"`
 	ThreadID  string `json:"thread_id"`
-	URL       string `json:"url"` // opens the thread in Discord
+	URL       string `json:"url"` // opens the thread (JumpURL)
 }
 
 // NewWebhookEnvelope wraps an event's data; the store sets ID.
@@ -36,11 +36,6 @@ func NewWebhookEnvelope(kind WebhookEventKind, s Session, at time.Time, data any
 		At:   at.UTC().Format(time.RFC3339Nano),
 		Data: data,
 	}
-}
-
-// JumpURL links to a channel or thread in the Discord client.
-func JumpURL(guildID, channelID string) string {
-	return "https://discord.com/channels/" + guildID + "/" + channelID
 }
 
 // StartedData is a session.started event's data.

@@ -11,8 +11,6 @@ import (
 	"github.com/callonbot/callon/master"
 )
 
-var _ master.ApprovalStore = (*Store)(nil)
-
 // approvalColumns is the select list scanApproval reads, from approvals
 // a joined with sessions s and, left, outbox o.
 const approvalColumns = `a.id, a.session_id, a.task_id, a.seq, a.role, a.tool, a.arguments, a.approvers, a.state,
@@ -76,7 +74,7 @@ func (s *Store) DecideApproval(ctx context.Context, id int64, approve bool, by s
 		UPDATE approvals SET state = CASE WHEN expires_at <= now() THEN 'expired' ELSE $2 END,
 		       decided_by = CASE WHEN expires_at <= now() THEN NULL ELSE $3 END, decided_at = now()
 		WHERE id = $1 AND state = 'pending'
-		RETURNING task_id, session_id`, id, state, master.CleanText(by)).Scan(&taskID, &sessionID)
+		RETURNING task_id, session_id`, id, state, cleanText(by)).Scan(&taskID, &sessionID)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		// Decided already (by someone else, or expired): as it stands.

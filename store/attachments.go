@@ -19,7 +19,7 @@ const attachmentColumns = `a.id, a.session_id, a.turn_id, a.position, a.discord_
 
 func scanAttachment(row pgx.Row, extra ...any) (master.Attachment, error) {
 	var a master.Attachment
-	err := row.Scan(append([]any{&a.ID, &a.SessionID, &a.TurnID, &a.Position, &a.DiscordID, &a.Name, &a.ContentType,
+	err := row.Scan(append([]any{&a.ID, &a.SessionID, &a.TurnID, &a.Position, &a.FileID, &a.Name, &a.ContentType,
 		&a.Size, &a.URL, &a.Kind, &a.State, &a.Note, &a.Attempts}, extra...)...)
 	return a, err
 }
@@ -52,8 +52,8 @@ func insertAttachments(ctx context.Context, tx pgx.Tx, turn master.Turn, atts []
 		if state != master.AttachmentSkipped {
 			state = master.AttachmentPending // only the fetcher stores or fails a file
 		}
-		pos[i], discord[i], names[i], types[i], sizes[i] = int32(a.Position), a.DiscordID, master.CleanText(a.Name), master.CleanText(a.ContentType), max(a.Size, 0)
-		urls[i], kinds[i], states[i], notes[i] = a.URL, string(a.Kind), string(state), master.CleanText(a.Note)
+		pos[i], discord[i], names[i], types[i], sizes[i] = int32(a.Position), a.FileID, cleanText(a.Name), cleanText(a.ContentType), max(a.Size, 0)
+		urls[i], kinds[i], states[i], notes[i] = a.URL, string(a.Kind), string(state), cleanText(a.Note)
 	}
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO attachments (session_id, turn_id, position, discord_id, name, content_type, size, url, kind, state, note)
@@ -142,7 +142,7 @@ func (s *Store) SaveAttachment(ctx context.Context, owner string, id int64, r ma
 			       lease_owner = NULL, lease_until = NULL, updated_at = now()
 			WHERE id = $1 AND state = 'pending' AND lease_owner = $2
 			RETURNING session_id`,
-			id, owner, r.State, data, r.Size, master.CleanText(r.ContentType), master.CleanText(r.Note)).Scan(&sessionID)
+			id, owner, r.State, data, r.Size, cleanText(r.ContentType), cleanText(r.Note)).Scan(&sessionID)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("save attachment %d: %w", id, master.ErrStale)

@@ -10,8 +10,6 @@ import (
 	"github.com/callonbot/callon/master"
 )
 
-var _ master.BacklogStore = (*Store)(nil)
-
 // Backlog counts the open work of every process, in one read-only
 // transaction. Each count reads a partial index (open turns, queued and
 // running tasks, pending outbox rows and webhook events, active

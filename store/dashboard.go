@@ -12,8 +12,6 @@ import (
 	"github.com/callonbot/callon/master"
 )
 
-var _ dashboard.Store = (*Store)(nil)
-
 // guildCond is the condition keeping col to guilds (nil: every guild),
 // its parameter appended to args.
 func guildCond(col string, guilds []string, args *[]any) string {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/callonbot/callon/master"
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // dedicated is a connection outside the pool that a process keeps for
@@ -49,7 +49,7 @@ func (d *dedicated) run(ctx context.Context, session func(ctx context.Context, c
 			d.logger.Debug(d.name+" could not connect", "err", err, "failures", failures)
 		}
 		failures++
-		t := time.NewTimer(master.Backoff(failures, d.minBackoff, d.maxBackoff))
+		t := time.NewTimer(proc.Backoff(failures, d.minBackoff, d.maxBackoff))
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/callonbot/callon/master"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/callonbot/callon/master"
 )
 
 // Dissolve ends an active session in one transaction: its queued and
 // running tasks and its open turns are cancelled, the session is marked
-// dissolved, and summary is queued for its thread. master.ErrNotFound
-// when it is not active.
-func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string, final *master.NewReport) error {
+// dissolved, and summary is queued for its thread, after the reports
+// that reached it and were never taken up, each cut into messages by
+// split (nil: one message each). master.ErrNotFound when it is not
+// active.
+func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string, final *master.NewReport, split func(string) []string) error {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("dissolve: %w", err)
@@ -47,7 +50,11 @@ func (s *Store) Dissolve(ctx context.Context, sessionID int64, summary string, f
 	}
 	var finalReport int64
 	for _, content := range pending {
-		for _, part := range master.Split(content, master.MaxMessageLen) {
+		parts := []string{content}
+		if split != nil {
+			parts = split(content)
+		}
+		for _, part := range parts {
 			if err := queueNotice(ctx, tx, sessionID, master.OutReport, threadID, part); err != nil {
 				return fmt.Errorf("dissolve: %w", err)
 			}

@@ -216,7 +216,7 @@ func runLifecycle(t *testing.T, seed uint64, events int) {
 			if tm == nil {
 				continue
 			}
-			if err := w.store.Dissolve(w.ctx, tm.sess.ID, "bye", nil); err != nil {
+			if err := w.store.Dissolve(w.ctx, tm.sess.ID, "bye", nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			tm.dissolved = true

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/callonbot/callon/master"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/callonbot/callon/master"
 )
 
 // Pool exposes the store's pool to tests, for fixtures and assertions

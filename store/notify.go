@@ -12,8 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/callonbot/callon/master"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 // WakeChannel is the one LISTEN/NOTIFY channel of callon. A payload is
@@ -328,7 +329,7 @@ func (l *Listener) listen(ctx context.Context, conn *pgx.Conn, established func(
 // nothing waits forever on a lost notification. A nil or closed wake
 // channel leaves only the poll.
 func Wait(ctx context.Context, wake <-chan string, poll time.Duration) (string, error) {
-	t := time.NewTimer(master.Jitter(poll))
+	t := time.NewTimer(proc.Jitter(poll))
 	defer t.Stop()
 	for {
 		select {

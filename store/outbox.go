@@ -189,7 +189,7 @@ func (s *Store) MarkUnsent(ctx context.Context, id int64, reason string, retryIn
 		UPDATE outbox SET attempts = attempts + 1, error = $2, lease_owner = NULL, tried_at = now(),
 		       state = CASE WHEN $4 THEN 'failed' ELSE state END,
 		       lease_until = CASE WHEN $4 THEN NULL ELSE now() + $3::interval END
-		WHERE id = $1 AND state = 'pending'`, id, master.CleanText(reason), retryIn, permanent)
+		WHERE id = $1 AND state = 'pending'`, id, cleanText(reason), retryIn, permanent)
 	if err != nil {
 		return fmt.Errorf("mark unsent: %w", err)
 	}
@@ -200,7 +200,7 @@ func (s *Store) MarkUnsent(ctx context.Context, id int64, reason string, retryIn
 // from its own id, so it is unique and short.
 func queueNotice(ctx context.Context, tx pgx.Tx, sessionID int64, kind master.OutKind, channelID, content string) error {
 	mark(tx, WakeOutbox)
-	content = master.CleanText(content)
+	content = cleanText(content)
 	_, err := tx.Exec(ctx, `
 		WITH next AS (SELECT nextval(pg_get_serial_sequence('outbox', 'id')) AS id)
 		INSERT INTO outbox (id, session_id, kind, channel_id, content, nonce)

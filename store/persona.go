@@ -22,7 +22,7 @@ func personaColumn(personas []*master.Persona, n int) ([][]byte, error) {
 		if p == nil || i >= n {
 			continue
 		}
-		clean := master.Persona{Name: master.CleanText(p.Name), Role: master.CleanText(p.Role), Avatar: master.CleanText(p.Avatar), Parent: p.Parent}
+		clean := master.Persona{Name: cleanText(p.Name), Role: cleanText(p.Role), Avatar: cleanText(p.Avatar), Parent: p.Parent}
 		b, err := json.Marshal(clean)
 		if err != nil {
 			return nil, err
@@ -98,7 +98,7 @@ func (s *Store) PersonaFallback(ctx context.Context, sessionID int64, notice str
 				RETURNING id
 			), woken AS (SELECT pg_notify($3, $4) FROM queued)
 			SELECT EXISTS (SELECT 1 FROM queued), (SELECT count(*) FROM woken)`,
-			sessionID, master.CleanText(notice), WakeChannel, payload).Scan(&first, new(int64))
+			sessionID, cleanText(notice), WakeChannel, payload).Scan(&first, new(int64))
 		return first, err
 	})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // worker sees the answer. Tasks that were cancelled because it stopped
 // are queued again too.
 func (s *Store) ResumeTask(ctx context.Context, g master.Guard, taskID int64, answer string) error {
-	answer = master.CleanText(answer)
+	answer = cleanText(answer)
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("resume task: %w", err)

@@ -152,7 +152,7 @@ func TestDissolveCancelsAPendingReply(t *testing.T) {
 	if err := w.store.Finish(w.ctx, g, master.Finish{Kind: master.OutReply, State: master.TurnDone, Parts: []string{"late"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.store.Dissolve(w.ctx, s.ID, "bye", nil); err != nil {
+	if err := w.store.Dissolve(w.ctx, s.ID, "bye", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	msgs, _ := w.store.ClaimOutbox(w.ctx, master.Scope{}, "p1", 10, time.Minute)

@@ -98,7 +98,7 @@ func (s *Store) deliverReport(ctx context.Context, tx pgx.Tx, from master.Sessio
 		VALUES ($1, nullif($2, 0), $3, $4, $5, $6, $7)
 		ON CONFLICT (from_turn) WHERE from_turn IS NOT NULL DO NOTHING
 		RETURNING id`,
-		from.ID, fromTurn, from.ReportTo, master.CleanText(r.Summary), r.Final, rep.Delivery, toSession).Scan(&rep.ID)
+		from.ID, fromTurn, from.ReportTo, cleanText(r.Summary), r.Final, rep.Delivery, toSession).Scan(&rep.ID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return master.Report{}, master.ErrAlreadyReported
 	}
@@ -112,7 +112,7 @@ func (s *Store) deliverReport(ctx context.Context, tx pgx.Tx, from master.Sessio
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO turns (session_id, message_id, guild_id, channel_id, author_id, content, report_id)
 			VALUES ($1, $2, $3, $4, '', $5, $6)`,
-			to.ID, fmt.Sprintf("report:%d", rep.ID), to.GuildID, to.ThreadID, master.CleanText(r.Turn), rep.ID); err != nil {
+			to.ID, fmt.Sprintf("report:%d", rep.ID), to.GuildID, to.ThreadID, cleanText(r.Turn), rep.ID); err != nil {
 			return master.Report{}, fmt.Errorf("inject report: %w", err)
 		}
 		in, _ := marshalJSON(map[string]any{"report": rep.ID, "from_session": from.ID, "from_thread": from.ThreadID, "delivery": "injected"})

@@ -51,7 +51,7 @@ func (s *Store) StartReview(ctx context.Context, g master.Guard, r master.Review
 		WHERE u.id = $1 AND u.session_id = $2 AND u.state = 'running' AND u.round = $3
 		  AND s.state = 'active' AND s.master_owner = $4 AND s.master_lease_until > now()
 		ON CONFLICT (turn_id) DO NOTHING`,
-		g.TurnID, g.SessionID, g.Round, g.Owner, master.CleanText(r.Draft), exchange)
+		g.TurnID, g.SessionID, g.Round, g.Owner, cleanText(r.Draft), exchange)
 	if err != nil {
 		return fmt.Errorf("start review: %w", err)
 	}
@@ -77,7 +77,7 @@ func (s *Store) DecideReview(ctx context.Context, g master.Guard, r master.Revie
 		return fmt.Errorf("decide review: %w", err)
 	}
 	tag, err := tx.Exec(ctx, `UPDATE turn_reviews SET state = $2, verdict = $3, objections = $4, caveat = $5, decided_at = now()
-		WHERE turn_id = $1 AND state = 'reviewing'`, g.TurnID, r.State, r.Verdict, objections, master.CleanText(r.Caveat))
+		WHERE turn_id = $1 AND state = 'reviewing'`, g.TurnID, r.State, r.Verdict, objections, cleanText(r.Caveat))
 	if err != nil {
 		return fmt.Errorf("decide review: %w", err)
 	}
@@ -98,7 +98,7 @@ func (s *Store) DecideReview(ctx context.Context, g master.Guard, r master.Revie
 func cleanLines(lines []master.Line) []master.Line {
 	out := make([]master.Line, len(lines))
 	for i, l := range lines {
-		out[i] = master.Line{Member: master.CleanText(l.Member), Text: master.CleanText(l.Text)}
+		out[i] = master.Line{Member: cleanText(l.Member), Text: cleanText(l.Text)}
 	}
 	return out
 }

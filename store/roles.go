@@ -10,8 +10,6 @@ import (
 	"github.com/callonbot/callon/master"
 )
 
-var _ master.RoleStore = (*Store)(nil)
-
 // ConfiguredRoles returns the roles set by command for a channel and for
 // its whole guild (Scope.ChannelID ""), each scope in the order its roles
 // were first set.

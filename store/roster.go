@@ -7,8 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/callonbot/callon/master"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/callonbot/callon/master"
 )
 
 // insertRoster writes a session's roles in one statement, in order.
@@ -22,8 +23,8 @@ func insertRoster(ctx context.Context, tx pgx.Tx, sessionID int64, roster []mast
 		if tools[i] == nil {
 			tools[i] = []string{}
 		}
-		names[i], descs[i], prompts[i], models[i] = r.Name, master.CleanText(r.Description), master.CleanText(r.Prompt), r.Model
-		avatars[i] = master.CleanText(r.Avatar)
+		names[i], descs[i], prompts[i], models[i] = r.Name, cleanText(r.Description), cleanText(r.Prompt), r.Model
+		avatars[i] = cleanText(r.Avatar)
 		temps[i] = r.Temperature
 		if r.MaxTokens > 0 {
 			v := int32(r.MaxTokens)

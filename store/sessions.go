@@ -45,7 +45,7 @@ func scanSession(row pgx.Row, extra ...any) (master.Session, error) {
 // as caps allow. The caps are counted under a lock per guild, so sessions
 // started at once cannot exceed them together.
 func (s *Store) StartSession(ctx context.Context, sess master.Session, roster []master.Role, kickoff, brief string, caps master.SessionCaps) (master.Session, error) {
-	sess.Goal, kickoff, brief = master.CleanText(sess.Goal), master.CleanText(kickoff), master.CleanText(brief)
+	sess.Goal, kickoff, brief = cleanText(sess.Goal), cleanText(kickoff), cleanText(brief)
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return master.Session{}, fmt.Errorf("start session: %w", err)

@@ -76,7 +76,7 @@ func addSignal(ctx context.Context, tx pgx.Tx, sessionID, taskID int64, kind mas
 // Progress records a running task's PROGRESS signal. master.ErrStale when
 // the task is no longer this attempt's.
 func (s *Store) Progress(ctx context.Context, taskID int64, attempt int, percent int, note string) error {
-	note = master.CleanText(note)
+	note = cleanText(note)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("progress: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/callonbot/callon/internal/proc"
 	"github.com/callonbot/callon/master"
 	"github.com/callonbot/callon/store"
 	"github.com/callonbot/callon/store/storetest"
@@ -92,7 +93,7 @@ func benchSetup(b testing.TB) *benchWorld {
 	b.Cleanup(func() { cancel(); wg.Wait() })
 	l := s.NewListener()
 	wake, _ := l.Subscribe()
-	owner := master.NewOwner()
+	owner := proc.NewOwner()
 	live := s.NewLiveness(owner)
 	wg.Go(func() { l.Run(ctx) })
 	wg.Go(func() { live.Run(ctx) })

@@ -149,7 +149,7 @@ func batchJSON(tasks []master.NewTask) ([]byte, error) {
 				deps = append(deps, d)
 			}
 		}
-		batch[i] = row{Ord: i, Role: t.Role, Instruction: master.CleanText(t.Instruction), Deps: deps, Atts: t.Attachments, Notes: t.Notes}
+		batch[i] = row{Ord: i, Role: t.Role, Instruction: cleanText(t.Instruction), Deps: deps, Atts: t.Attachments, Notes: t.Notes}
 	}
 	return marshalJSON(batch)
 }

@@ -3,13 +3,24 @@ package store
 import (
 	"bytes"
 	"encoding/json"
-
-	"github.com/callonbot/callon/master"
+	"strings"
+	"unicode/utf8"
 )
 
+// cleanText makes text from users and models storable: Postgres refuses
+// NUL in text and invalid UTF-8, so a NUL becomes U+FFFD and invalid
+// bytes do too. Nothing else changes, and nothing is dropped. Every text
+// from outside passes it before it reaches a column.
+func cleanText(s string) string {
+	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
 // marshalJSON encodes v for a jsonb column. Postgres refuses the escape
-// \u0000 in jsonb, so a NUL in any string becomes U+FFFD, as
-// master.CleanText does for text columns.
+// \u0000 in jsonb, so a NUL in any string becomes U+FFFD, as cleanText
+// does for text columns.
 func marshalJSON(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -42,11 +53,11 @@ func cleanJSON(b []byte) []byte {
 	return out
 }
 
-// cleanAll applies master.CleanText to each string.
+// cleanAll applies cleanText to each string.
 func cleanAll(ss []string) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		out[i] = master.CleanText(s)
+		out[i] = cleanText(s)
 	}
 	return out
 }

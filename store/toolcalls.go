@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -81,7 +80,7 @@ func (s *Store) PlanToolCalls(ctx context.Context, taskID int64, attempt, step i
 	out := make([]master.CallRecord, len(calls))
 	ids, names, args := make([]string, len(calls)), make([]string, len(calls)), make([]string, len(calls))
 	for i, c := range calls {
-		ids[i], names[i], args[i] = master.CleanText(c.CallID), master.CleanText(c.Name), master.CleanText(c.Args)
+		ids[i], names[i], args[i] = cleanText(c.CallID), cleanText(c.Name), cleanText(c.Args)
 		out[i] = master.CallRecord{TaskID: taskID, Seq: next + i, Step: step, CallID: ids[i], Name: names[i], Args: args[i],
 			State: master.CallPlanned}
 	}
@@ -141,7 +140,7 @@ func (s *Store) RecordToolCall(ctx context.Context, taskID int64, attempt, seq i
 		       started_at = coalesce(started_at, now()), ended_at = now()
 		WHERE task_id = $1 AND seq = $2 AND state <> 'done'
 		RETURNING name, arguments`,
-		taskID, seq, attempt, master.CleanText(res.Text), res.IsError, res.Duration.Milliseconds(), max(res.Size, 0)).Scan(&name, &args)
+		taskID, seq, attempt, cleanText(res.Text), res.IsError, res.Duration.Milliseconds(), max(res.Size, 0)).Scan(&name, &args)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("record tool call %d of task %d: not open: %w", seq, taskID, master.ErrStale)
 	}
@@ -210,13 +209,12 @@ func activeCalls(ctx context.Context, q querier, tasks []master.Task) (map[int64
 // call seq: the task waits in state approval (no lease: the sweeper
 // leaves it alone, and its round waits for it; its model calls were
 // charged as each returned), and, in the same transaction, the request is
-// recorded (with the call's arguments in full and the Discord roles of
-// its approvers, if any) to expire after timeout, a NEED_APPROVAL signal
-// is written, and the message with the Approve and Deny buttons is queued
-// for the thread. A
-// request already made for the call is not made again. It returns the
-// request's id.
-func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, approvers []string) (int64, error) {
+// recorded (with the call's arguments in full and the roles of its
+// approvers, if any) to expire after ask.Timeout, a NEED_APPROVAL signal
+// is written, and the message ask carries, with the Approve and Deny
+// buttons, is queued for the thread. A request already made for the call
+// is not made again. It returns the request's id.
+func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, ask master.ApprovalAsk) (int64, error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("pause for approval: %w", err)
@@ -235,17 +233,17 @@ func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq
 		return 0, fmt.Errorf("pause for approval: %w", err)
 	}
 	a := master.Approval{SessionID: sessionID, TaskID: taskID, Seq: seq, Role: role, State: master.ApprovalPending,
-		Approvers: append([]string{}, approvers...)}
+		Approvers: append([]string{}, ask.Approvers...)}
 	if err := tx.QueryRow(ctx, `SELECT name, arguments FROM tool_calls WHERE task_id = $1 AND seq = $2 AND state = 'planned'`,
 		taskID, seq).Scan(&a.Tool, &a.Args); err != nil {
 		return 0, fmt.Errorf("pause for approval: call %d: %w", seq, err)
 	}
-	a.Args = master.CleanText(a.Args)
+	a.Args = cleanText(a.Args)
 	err = tx.QueryRow(ctx, `
 		INSERT INTO approvals (session_id, task_id, seq, role, tool, arguments, expires_at, approvers)
 		VALUES ($1, $2, $3, $4, $5, $6, now() + $7 * interval '1 microsecond', $8)
 		ON CONFLICT (task_id, seq) DO NOTHING
-		RETURNING id, expires_at`, sessionID, taskID, seq, role, a.Tool, a.Args, timeout.Microseconds(), a.Approvers).Scan(&a.ID, &a.ExpiresAt)
+		RETURNING id, expires_at`, sessionID, taskID, seq, role, a.Tool, a.Args, ask.Timeout.Microseconds(), a.Approvers).Scan(&a.ID, &a.ExpiresAt)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		// Asked already (this call paused its task before): wait for
@@ -260,7 +258,7 @@ func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq
 	case err != nil:
 		return 0, fmt.Errorf("pause for approval: %w", err)
 	default:
-		if err := askApproval(ctx, tx, a); err != nil {
+		if err := askApproval(ctx, tx, a, ask); err != nil {
 			return 0, fmt.Errorf("pause for approval: %w", err)
 		}
 	}
@@ -276,22 +274,22 @@ func (s *Store) PauseForApproval(ctx context.Context, taskID int64, attempt, seq
 // askApproval queues a new request's message, with its buttons (and the
 // call's arguments as a file when they do not fit in it), for the
 // session's thread, and writes its NEED_APPROVAL signal.
-func askApproval(ctx context.Context, tx pgx.Tx, a master.Approval) error {
+func askApproval(ctx context.Context, tx pgx.Tx, a master.Approval, ask master.ApprovalAsk) error {
 	buttons, err := marshalJSON(master.ApprovalButtons(a.ID))
 	if err != nil {
 		return err
 	}
 	var fileName *string
-	_, file := master.ApprovalArgs(a.Args)
-	if file != nil {
-		name := master.ArgsFileName
-		fileName = &name
+	var file []byte
+	if ask.File.Name != "" {
+		name := cleanText(ask.File.Name)
+		fileName, file = &name, ask.File.Data
 	}
 	var outboxID int64
 	if err := tx.QueryRow(ctx, `
 		INSERT INTO outbox (session_id, kind, channel_id, content, buttons, nonce, file_name, file_data)
 		SELECT s.id, 'approval', s.thread_id, $2, $3, 'ap' || $4::bigint, $5, $6 FROM sessions s WHERE s.id = $1
-		RETURNING id`, a.SessionID, master.CleanText(master.ApprovalText(a)), buttons, a.ID, fileName, file).Scan(&outboxID); err != nil {
+		RETURNING id`, a.SessionID, cleanText(ask.Text), buttons, a.ID, fileName, file).Scan(&outboxID); err != nil {
 		return fmt.Errorf("queue the request: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `UPDATE approvals SET outbox_id = $2 WHERE id = $1`, a.ID, outboxID); err != nil {

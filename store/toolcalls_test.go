@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/master"
 )
 
@@ -94,12 +95,21 @@ func TestToolCallsAreRecordedAndGuarded(t *testing.T) {
 	}
 }
 
+// ask is the request for call c of tk as the worker pool makes it: its
+// message rendered by bot/render (the store renders nothing).
+func ask(tk master.Task, c master.CallRecord, timeout time.Duration, approvers []string) master.ApprovalAsk {
+	a := master.Approval{Role: tk.Role, Tool: c.Name, Args: c.Args, Approvers: approvers, State: master.ApprovalPending,
+		ExpiresAt: time.Now().Add(timeout)}
+	text, file := render.Ask(a)
+	return master.ApprovalAsk{Approvers: approvers, Timeout: timeout, Text: text, File: file}
+}
+
 // pauseForApproval plans one call of a claimed task and pauses the task
 // for a person's approval of it.
 func (w *world) pauseForApproval(tk master.Task, timeout time.Duration) int64 {
 	w.t.Helper()
 	recs := w.plan(tk, 0, planned("c1", "fs__write", `{"path":"/data/x","text":"@everyone hi"}`))
-	id, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, recs[0].Seq, timeout, nil)
+	id, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, recs[0].Seq, ask(tk, recs[0], timeout, nil))
 	if err != nil {
 		w.t.Fatalf("PauseForApproval: %v", err)
 	}
@@ -160,7 +170,7 @@ func TestApprovalPausesAndResumesTheTask(t *testing.T) {
 	if _, err := w.pool.Exec(w.ctx, `UPDATE tasks SET state = 'running', worker_id = 'w1', lease_until = now() + interval '1 minute' WHERE id = $1`, tk.ID); err != nil {
 		t.Fatal(err)
 	}
-	again, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, 0, time.Hour, nil)
+	again, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, 0, master.ApprovalAsk{Timeout: time.Hour, Text: "again"})
 	if err != nil || again != id {
 		t.Errorf("PauseForApproval again = %d, %v, want the same request %d", again, err, id)
 	}
@@ -341,7 +351,7 @@ func TestApprovalKeepsTheArgumentsAndAttachesLongOnes(t *testing.T) {
 	tk := w.claim("w1", 1)[0]
 	long := `{"path":"/srv/notes/pricing.md","padding":"` + strings.Repeat("x ", 1500) + `","mode":"0600"}`
 	recs := w.plan(tk, 0, planned("c1", "fs__write", long))
-	id, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, recs[0].Seq, time.Hour, []string{"333"})
+	id, err := w.store.PauseForApproval(w.ctx, tk.ID, tk.Attempt, recs[0].Seq, ask(tk, recs[0], time.Hour, []string{"333"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func TestWebhookEventsAreWrittenWithTheirChange(t *testing.T) {
 		t.Errorf("%d events in all (%v), want 1", n, err)
 	}
 
-	if err := w.store.Dissolve(w.ctx, s.ID, "bye", nil); err != nil {
+	if err := w.store.Dissolve(w.ctx, s.ID, "bye", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	evs = w.hookEvents(s.ID)
@@ -125,7 +125,7 @@ func TestNoWebhookEventsWhenDisabled(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	s := w.startSession()
-	if err := w.store.Dissolve(w.ctx, s.ID, "bye", nil); err != nil {
+	if err := w.store.Dissolve(w.ctx, s.ID, "bye", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -144,7 +144,7 @@ func TestFinalReportWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	final := master.NewReport{Summary: "all done", Final: true, Posted: []string{"all done"}}
-	if err := w.store.Dissolve(w.ctx, s.ID, "bye", &final); err != nil {
+	if err := w.store.Dissolve(w.ctx, s.ID, "bye", &final, nil); err != nil {
 		t.Fatal(err)
 	}
 	evs := w.hookEvents(s.ID)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/master"
 )
 
@@ -44,7 +45,7 @@ func RunLines(ctx context.Context, in io.Reader, out io.Writer, team Team, m *Me
 		p.say("team › " + p.plain(e.Answer))
 	}
 	for _, a := range opt.Pending {
-		p.show(Event{Kind: Asked, Out: master.OutApproval, Approval: a.ID, Text: master.ApprovalText(a)})
+		p.show(Event{Kind: Asked, Out: master.OutApproval, Approval: a.ID, Text: render.Approval(a)})
 	}
 	shown := make(chan struct{})
 	defer func() { m.Close(); <-shown }()
@@ -183,7 +184,7 @@ func (p *printer) show(ev Event) {
 	case Said:
 		fmt.Fprintln(p.w, speaker(ev)+" › "+text)
 	case Status:
-		if !master.StatusSettled(ev.Text) {
+		if !render.IsSettled(ev.Text) {
 			return // scripts get the settled line only
 		}
 		fmt.Fprintln(p.w, "  "+text)
@@ -218,7 +219,7 @@ func (p *printer) decide(a master.Approval) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.decided[a.ID] = true
-	_, outcome, _ := strings.Cut(p.plain(master.ApprovalText(a)), "\n")
+	_, outcome, _ := strings.Cut(p.plain(render.Approval(a)), "\n")
 	fmt.Fprintln(p.w, "  "+outcome)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/master"
 )
 
@@ -92,14 +93,14 @@ func TestMessengerShowsAttachedArguments(t *testing.T) {
 	go func() {
 		_, err := m.Send(context.Background(), master.OutMessage{ID: 1, Kind: master.OutApproval, SessionID: 1, Content: "ask",
 			Nonce: "n1", Buttons: master.ApprovalButtons(3),
-			File: master.File{Name: master.ArgsFileName, Data: []byte("{\n  \"path\": \"/home/callon/.ssh/authorized_keys\"\n}\n")}})
+			File: master.File{Name: render.ArgsFileName, Data: []byte("{\n  \"path\": \"/home/callon/.ssh/authorized_keys\"\n}\n")}})
 		sent <- err
 	}()
 	ev := <-m.Events()
 	if err := <-sent; err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(ev.Text, master.ArgsFileName) || !strings.Contains(ev.Text, `"path": "/home/callon/.ssh/authorized_keys"`) {
+	if !strings.Contains(ev.Text, render.ArgsFileName) || !strings.Contains(ev.Text, `"path": "/home/callon/.ssh/authorized_keys"`) {
 		t.Errorf("the request shows %q, want the attached arguments in it", ev.Text)
 	}
 }

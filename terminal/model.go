@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/glamour"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/master"
 )
 
@@ -125,7 +126,7 @@ func (m *model) Init() tea.Cmd {
 		m.queue = append(m.queue, m.st.you.Render("you ›")+" "+m.words.Translate(e.Message), m.st.team.Render("team ›")+"\n"+m.render(e.Answer))
 	}
 	for _, a := range m.pending {
-		text := master.ApprovalText(a)
+		text := render.Approval(a)
 		m.asks = append(m.asks, ask{id: a.ID, text: text})
 		m.queue = append(m.queue, m.render(text))
 		m.mode = approving
@@ -417,7 +418,7 @@ func (m *model) decidedOne(a master.Approval, err error) tea.Cmd {
 		return nil // a second key press: shown once
 	}
 	m.decided[a.ID] = true
-	text := m.decision(a.ID, master.ApprovalText(a))
+	text := m.decision(a.ID, render.Approval(a))
 	m.dropAsk(a.ID)
 	return m.print(m.render(text))
 }
@@ -466,7 +467,7 @@ func (m *model) event(ev Event) tea.Cmd {
 		}
 		return cmd
 	case Status:
-		if master.StatusSettled(ev.Text) {
+		if render.IsSettled(ev.Text) {
 			m.dropLive(ev.ID)
 			return m.print(m.st.faint.Render(oneLine(m.words.Translate(ev.Text))))
 		}

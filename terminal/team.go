@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/master"
 )
 
@@ -14,7 +15,7 @@ type Team interface {
 	// Say sends the team a message.
 	Say(ctx context.Context, text string) error
 	// Show is /team: who is on the team and what they are doing.
-	Show(ctx context.Context) (master.Embed, error)
+	Show(ctx context.Context) (master.TeamView, error)
 	// Replan is /replan: the notice the team then posts says what changed.
 	Replan(ctx context.Context, change string) error
 	// Dissolve ends the team; its summary follows as a message.
@@ -64,8 +65,10 @@ func requestID(arg string) (int64, error) {
 	return id, nil
 }
 
-// TeamText renders /team's embed as text.
-func TeamText(e master.Embed) string {
+// TeamText renders /team as text: Discord's embed (render.Team) as
+// Markdown, which the terminal translates like every text of the team.
+func TeamText(v master.TeamView) string {
+	e := render.Team(v)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n%s\n", e.Title, e.Description)
 	for _, f := range e.Fields {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/callonbot/callon/internal/proc"
 	"github.com/callonbot/callon/master"
 	"github.com/callonbot/callon/tools/fetch"
 )
@@ -47,7 +48,7 @@ func (m *Manager) fetchURL(ctx context.Context, f *fetch.Fetcher, raw json.RawMe
 	b.WriteByte('\n')
 	switch {
 	case !p.IsText:
-		fmt.Fprintf(&b, "[%s content, %s read: not text, not shown]", p.ContentType, byteSize(int(p.Read)))
+		fmt.Fprintf(&b, "[%s content, %s read: not text, not shown]", p.ContentType, proc.ByteSize(int(p.Read)))
 	case strings.TrimSpace(p.Text) == "":
 		b.WriteString("[no text]")
 	default:

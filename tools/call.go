@@ -12,37 +12,29 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/callonbot/callon/internal/proc"
+	"github.com/callonbot/callon/master"
 )
 
-// Result is the outcome of one call, as the model reads it.
-type Result struct {
-	// Text is the output, or what went wrong, cut to Options.MaxOutput
-	// bytes with a marker saying so.
-	Text string
-	// IsError says the call failed: the tool reported an error, or the
-	// call could not be made (unknown tool, server unavailable, timeout…).
-	IsError  bool
-	Duration time.Duration
-	// Size is the output's length in bytes before it was cut.
-	Size int
-}
-
 // Call runs the tool a model called as name ("fetch_url" or
-// "<server>__<tool>") with its raw JSON arguments, for a role of guild
-// ("": the operator's), within Options.CallTimeout: a server not granted
-// to guild is an unknown tool, and fetch_url reaches the private hosts
-// granted to guild only. Every failure, from unknown tool to timeout,
-// becomes an error Result the model can read. Call does not check the
-// role's tools list (see Allows) nor approval (see Approval).
+// "<server>__<tool>") with its JSON arguments as the model wrote them,
+// for a role of guild ("": the operator's), within Options.CallTimeout: a
+// server not granted to guild is an unknown tool, and fetch_url reaches
+// the private hosts granted to guild only. Every failure, from unknown
+// tool to timeout, becomes an error result the model can read: its Text
+// cut to Options.MaxOutput bytes with a marker saying so, its Size the
+// output's length before the cut. Call does not check the role's tools
+// list (see Allows) nor approval (see NeedsApproval).
 //
 // A call is sent at most once, except that a call refused by a session
 // already known to be broken is sent again, once, after a restart: the
 // server never saw it.
-func (m *Manager) Call(ctx context.Context, guild, name string, args json.RawMessage) Result {
+func (m *Manager) Call(ctx context.Context, guild, name, args string) master.ToolResult {
 	began := time.Now()
 	callCtx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
-	text, isErr := m.call(callCtx, guild, name, args)
+	text, isErr := m.call(callCtx, guild, name, json.RawMessage(args))
 	if isErr && callCtx.Err() != nil {
 		if ctx.Err() != nil {
 			text = fmt.Sprintf("%s: cancelled", name)
@@ -51,7 +43,7 @@ func (m *Manager) Call(ctx context.Context, guild, name string, args json.RawMes
 			text = fmt.Sprintf("%s: timed out after %s. It may or may not have taken effect; check before making it again.", name, m.opts.CallTimeout)
 		}
 	}
-	return Result{
+	return master.ToolResult{
 		Text:     truncate(text, m.opts.MaxOutput),
 		IsError:  isErr,
 		Duration: time.Since(began),
@@ -88,7 +80,7 @@ func (m *Manager) call(ctx context.Context, guild, name string, raw json.RawMess
 			return render(res), res.IsError
 		}
 		if sess.overflow.Swap(false) {
-			return fmt.Sprintf("%s: the server's answer was larger than %s, so it was not read", name, byteSize(int(m.opts.MaxResponse))), true
+			return fmt.Sprintf("%s: the server's answer was larger than %s, so it was not read", name, proc.ByteSize(int(m.opts.MaxResponse))), true
 		}
 		if unsent(err) {
 			s.retire(sess, err)
@@ -128,9 +120,9 @@ func render(res *mcp.CallToolResult) string {
 		case *mcp.TextContent:
 			parts = append(parts, c.Text)
 		case *mcp.ImageContent:
-			parts = append(parts, fmt.Sprintf("[image: %s, %s]", c.MIMEType, byteSize(len(c.Data))))
+			parts = append(parts, fmt.Sprintf("[image: %s, %s]", c.MIMEType, proc.ByteSize(len(c.Data))))
 		case *mcp.AudioContent:
-			parts = append(parts, fmt.Sprintf("[audio: %s, %s]", c.MIMEType, byteSize(len(c.Data))))
+			parts = append(parts, fmt.Sprintf("[audio: %s, %s]", c.MIMEType, proc.ByteSize(len(c.Data))))
 		case *mcp.ResourceLink:
 			parts = append(parts, fmt.Sprintf("[resource link: %s %s]", c.Name, c.URI))
 		case *mcp.EmbeddedResource:
@@ -140,7 +132,7 @@ func render(res *mcp.CallToolResult) string {
 			case r.Text != "":
 				parts = append(parts, fmt.Sprintf("[resource: %s]\n%s", r.URI, r.Text))
 			default:
-				parts = append(parts, fmt.Sprintf("[resource: %s, %s, %s]", r.URI, r.MIMEType, byteSize(len(r.Blob))))
+				parts = append(parts, fmt.Sprintf("[resource: %s, %s, %s]", r.URI, r.MIMEType, proc.ByteSize(len(r.Blob))))
 			}
 		default:
 			parts = append(parts, fmt.Sprintf("[%T content]", c))
@@ -158,18 +150,6 @@ func render(res *mcp.CallToolResult) string {
 		return "(no output)"
 	}
 	return strings.Join(parts, "\n")
-}
-
-// byteSize is n bytes in a short human form: "512 B", "12 KiB", "3.4 MiB".
-func byteSize(n int) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%d KiB", (n+1<<9)>>10)
-	default:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
 }
 
 // truncate cuts s to at most limit bytes, on a character boundary, and

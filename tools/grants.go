@@ -78,23 +78,23 @@ func (m *Manager) outbound(name string, args json.RawMessage) bool {
 	return ok && s != nil && marked(s.spec.OutboundAll, s.spec.OutboundTools, tool)
 }
 
-// Approval says whether a call of the tool named name (as the model calls
-// it), by a role with the tools list allowed, with args, needs a person's
-// approval first: its server's approval setting says so, or it is the
+// NeedsApproval says whether a call of the tool named name (as the model
+// calls it), by a role with the tools list allowed, with args, needs a
+// person's approval first: its server's approval setting says so, or it is the
 // lethal combination — the role reads private data (a tool marked
 // reads_private) and the call sends data out (fetch_url to a host off
 // outbound_allow, or a tool marked sends_out), so a steered model could
 // send what it read anywhere.
-func (m *Manager) Approval(allowed []string, name string, args json.RawMessage) bool {
+func (m *Manager) NeedsApproval(allowed []string, name, args string) bool {
 	if srv, tool, ok := strings.Cut(name, Separator); ok {
 		if s := m.servers[srv]; s != nil && (s.spec.ApproveAll || slices.Contains(s.spec.ApproveTools, tool)) {
 			return true
 		}
 	}
-	return m.outbound(name, args) && m.readsPrivate(allowed)
+	return m.outbound(name, json.RawMessage(args)) && m.readsPrivate(allowed)
 }
 
-// Approvers are the Discord role ids whose members alone may decide on a
+// Approvers are the role ids whose members alone may decide on a
 // call of the tool named name (its server's approvers); none means the
 // team's owner and members who can manage threads may.
 func (m *Manager) Approvers(name string) []string {

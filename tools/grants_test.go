@@ -42,10 +42,10 @@ func TestServersAreGrantedPerGuild(t *testing.T) {
 	if err := m.Check("", []string{"hostfs.echo"}); err != nil {
 		t.Errorf("the operator's scope: %v", err)
 	}
-	if r := m.Call(t.Context(), "222", "hostfs__echo", json.RawMessage(`{"text": "x"}`)); !r.IsError || !strings.Contains(r.Text, "unknown tool") {
+	if r := m.Call(t.Context(), "222", "hostfs__echo", `{"text": "x"}`); !r.IsError || !strings.Contains(r.Text, "unknown tool") {
 		t.Errorf("guild B's call of hostfs: %+v, want an unknown tool", r)
 	}
-	if r := m.Call(t.Context(), "111", "hostfs__echo", json.RawMessage(`{"text": "x"}`)); r.IsError || r.Text != "x" {
+	if r := m.Call(t.Context(), "111", "hostfs__echo", `{"text": "x"}`); r.IsError || r.Text != "x" {
 		t.Errorf("guild A's call: %+v", r)
 	}
 	if m.Granted("222", "hostfs") || !m.Granted("111", "hostfs") || !m.Granted("222", "open") {
@@ -62,16 +62,16 @@ func TestPrivateFetchHostsPerGuild(t *testing.T) {
 	t.Cleanup(srv.Close)
 	args := json.RawMessage(`{"url": "` + srv.URL + `"}`)
 	m := setup(t, nil, tools.Options{GuildFetchAllow: map[string][]string{"111": {"127.0.0.1"}}}, nil)
-	if r := m.Call(t.Context(), "111", "fetch_url", args); r.IsError || !strings.Contains(r.Text, "internal wiki") {
+	if r := m.Call(t.Context(), "111", "fetch_url", string(args)); r.IsError || !strings.Contains(r.Text, "internal wiki") {
 		t.Errorf("guild A's fetch: %+v", r)
 	}
 	for _, g := range []string{"222", ""} {
-		if r := m.Call(t.Context(), g, "fetch_url", args); !r.IsError || !strings.Contains(r.Text, "loopback") {
+		if r := m.Call(t.Context(), g, "fetch_url", string(args)); !r.IsError || !strings.Contains(r.Text, "loopback") {
 			t.Errorf("guild %q's fetch of A's private host: %+v, want it refused", g, r)
 		}
 	}
 	everyone := setup(t, nil, tools.Options{Fetch: fetch.Options{Allow: []string{"127.0.0.1"}}}, nil)
-	if r := everyone.Call(t.Context(), "222", "fetch_url", args); r.IsError {
+	if r := everyone.Call(t.Context(), "222", "fetch_url", string(args)); r.IsError {
 		t.Errorf("CALLON_FETCH_ALLOW's host for guild B: %+v", r)
 	}
 }
@@ -109,9 +109,11 @@ func TestLethalCombinationNeedsApproval(t *testing.T) {
 		{"sends_out without a private reader", []string{"mail.*", "calc.*"}, "mail__send", json.RawMessage(`{}`), false},
 	}
 	for _, tc := range tests {
-		if got := m.Approval(tc.allowed, tc.call, tc.args); got != tc.want {
-			t.Errorf("%s: Approval(%q, %s) = %v, want %v", tc.name, tc.allowed, tc.call, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := m.NeedsApproval(tc.allowed, tc.call, string(tc.args)); got != tc.want {
+				t.Errorf("%s: Approval(%q, %s) = %v, want %v", tc.name, tc.allowed, tc.call, got, tc.want)
+			}
+		})
 	}
 }
 

@@ -46,9 +46,11 @@ func TestRender(t *testing.T) {
 		{"error without text", &mcp.CallToolResult{IsError: true}, "the tool failed without saying why"},
 	}
 	for _, tc := range tests {
-		if got := render(tc.res); got != tc.want {
-			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := render(tc.res); got != tc.want {
+				t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+			}
+		})
 	}
 }
 

@@ -57,13 +57,15 @@ func TestStdioServer(t *testing.T) {
 		{"echo", `{}`, `unknown tool "echo"`, true},
 	}
 	for _, tc := range tests {
-		r := m.Call(t.Context(), "", tc.name, json.RawMessage(tc.args))
-		if r.IsError != tc.wantErr || !strings.Contains(r.Text, tc.want) {
-			t.Errorf("Call(%s, %s) = %q (error %v), want %q (error %v)", tc.name, tc.args, r.Text, r.IsError, tc.want, tc.wantErr)
-		}
-		if !tc.wantErr && (r.Size != len(r.Text) || r.Duration <= 0) {
-			t.Errorf("Call(%s): got size %d duration %s, want %d and a duration", tc.name, r.Size, r.Duration, len(r.Text))
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			r := m.Call(t.Context(), "", tc.name, string(tc.args))
+			if r.IsError != tc.wantErr || !strings.Contains(r.Text, tc.want) {
+				t.Errorf("Call(%s, %s) = %q (error %v), want %q (error %v)", tc.name, tc.args, r.Text, r.IsError, tc.want, tc.wantErr)
+			}
+			if !tc.wantErr && (r.Size != len(r.Text) || r.Duration <= 0) {
+				t.Errorf("Call(%s): got size %d duration %s, want %d and a duration", tc.name, r.Size, r.Duration, len(r.Text))
+			}
+		})
 	}
 }
 
@@ -86,9 +88,11 @@ func TestStdioEnvironment(t *testing.T) {
 		{based, "base__environ", "LANG=C.UTF-8\nA=1"},
 	}
 	for _, tc := range tests {
-		if r := tc.m.Call(t.Context(), "", tc.name, nil); r.Text != tc.want {
-			t.Errorf("%s: got %q, want %q", tc.name, r.Text, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if r := tc.m.Call(t.Context(), "", tc.name, ""); r.Text != tc.want {
+				t.Errorf("%s: got %q, want %q", tc.name, r.Text, tc.want)
+			}
+		})
 	}
 }
 
@@ -145,9 +149,11 @@ func TestAllows(t *testing.T) {
 		{nil, "test__echo", false},
 	}
 	for _, tc := range tests {
-		if got := tools.Allows(tc.allowed, tc.name); got != tc.want {
-			t.Errorf("Allows(%q, %q) = %v, want %v", tc.allowed, tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tools.Allows(tc.allowed, tc.name); got != tc.want {
+				t.Errorf("Allows(%q, %q) = %v, want %v", tc.allowed, tc.name, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -166,9 +172,11 @@ func TestApproval(t *testing.T) {
 		{"fetch_url", false}, {"other__write", false},
 	}
 	for _, tc := range tests {
-		if got := m.Approval([]string{"all.*", "some.*", "none.*", "fetch_url"}, tc.name, json.RawMessage(`{"url":"https://example.com"}`)); got != tc.want {
-			t.Errorf("Approval(%q) = %v, want %v", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := m.NeedsApproval([]string{"all.*", "some.*", "none.*", "fetch_url"}, tc.name, `{"url":"https://example.com"}`); got != tc.want {
+				t.Errorf("Approval(%q) = %v, want %v", tc.name, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -188,10 +196,10 @@ func TestStreamableHTTP(t *testing.T) {
 	if len(o.Unavailable) != 1 || o.Unavailable[0].Server != "nokey" || !strings.Contains(o.Unavailable[0].Reason, "Unauthorized") {
 		t.Errorf("got unavailable %+v, want nokey, refused without its header", o.Unavailable)
 	}
-	if r := m.Call(t.Context(), "", "web__add", json.RawMessage(`{"a": 1, "b": 2}`)); r.IsError || r.Text != "3" {
+	if r := m.Call(t.Context(), "", "web__add", `{"a": 1, "b": 2}`); r.IsError || r.Text != "3" {
 		t.Errorf("web__add: got %+v, want 3", r)
 	}
-	if r := m.Call(t.Context(), "", "nokey__echo", json.RawMessage(`{"text": "x"}`)); !r.IsError || !strings.Contains(r.Text, "unavailable") {
+	if r := m.Call(t.Context(), "", "nokey__echo", `{"text": "x"}`); !r.IsError || !strings.Contains(r.Text, "unavailable") {
 		t.Errorf("nokey__echo: got %+v, want an error saying the server is unavailable", r)
 	}
 }
@@ -215,7 +223,7 @@ func TestServerThatCannotStart(t *testing.T) {
 			t.Errorf("got notice %q, want it to name the server", n)
 		}
 	}
-	r := m.Call(t.Context(), "", "gone__echo", json.RawMessage(`{}`))
+	r := m.Call(t.Context(), "", "gone__echo", `{}`)
 	if !r.IsError || !strings.Contains(r.Text, "MCP server gone is unavailable") || !strings.Contains(r.Text, "next try in") {
 		t.Errorf("got %+v, want an error result saying the server is unavailable until its next try", r)
 	}
@@ -232,7 +240,7 @@ func TestCrashingServerBacksOff(t *testing.T) {
 		stdioServer("crash", map[string]string{"MCPTEST_START_FILE": starts, "MCPTEST_FAIL_START": "cannot open the database"}),
 	}, tools.Options{RestartDelay: time.Hour}, slog.New(logs))
 	for range 4 {
-		r := m.Call(t.Context(), "", "crash__echo", json.RawMessage(`{"text": "x"}`))
+		r := m.Call(t.Context(), "", "crash__echo", `{"text": "x"}`)
 		if !r.IsError || !strings.Contains(r.Text, "MCP server crash is unavailable") || strings.Contains(r.Text, "database") {
 			t.Errorf("got %+v, want an error result without the server's stderr", r)
 		}
@@ -254,12 +262,12 @@ func TestCallTimeout(t *testing.T) {
 	t.Parallel()
 	m := setup(t, []tools.Server{stdioServer("test", nil)}, tools.Options{CallTimeout: 500 * time.Millisecond}, nil)
 	offer(t, m, "test.*") // start the server outside the timed call
-	r := m.Call(t.Context(), "", "test__slow", json.RawMessage(`{"ms": 60000}`))
+	r := m.Call(t.Context(), "", "test__slow", `{"ms": 60000}`)
 	if !r.IsError || r.Text != "test__slow: timed out after 500ms. It may or may not have taken effect; check before making it again." ||
 		r.Duration > 10*time.Second {
 		t.Errorf("got %+v, want a timeout error result", r)
 	}
-	if r := m.Call(t.Context(), "", "test__echo", json.RawMessage(`{"text": "still here"}`)); r.IsError || r.Text != "still here" {
+	if r := m.Call(t.Context(), "", "test__echo", `{"text": "still here"}`); r.IsError || r.Text != "still here" {
 		t.Errorf("after a timeout: got %+v, want the server still serving", r)
 	}
 }
@@ -267,12 +275,12 @@ func TestCallTimeout(t *testing.T) {
 func TestOutputCap(t *testing.T) {
 	t.Parallel()
 	m := setup(t, []tools.Server{stdioServer("test", nil)}, tools.Options{MaxOutput: 1000}, nil)
-	r := m.Call(t.Context(), "", "test__big", json.RawMessage(`{"bytes": 5000}`))
+	r := m.Call(t.Context(), "", "test__big", `{"bytes": 5000}`)
 	want := strings.Repeat("0123456789abcdef", 63)[:1000] + "\n[output truncated: 1000 of 5000 bytes]"
 	if r.IsError || r.Text != want || r.Size != 5000 {
 		t.Errorf("got %q (error %v, size %d), want the first 1000 bytes, the marker and size 5000", r.Text, r.IsError, r.Size)
 	}
-	if r := m.Call(t.Context(), "", "test__big", json.RawMessage(`{"bytes": 1000}`)); r.Text != want[:1000] {
+	if r := m.Call(t.Context(), "", "test__big", `{"bytes": 1000}`); r.Text != want[:1000] {
 		t.Errorf("at the cap: got %d bytes, want 1000 without a marker", len(r.Text))
 	}
 }
@@ -289,7 +297,7 @@ func TestConcurrentCallersShareOneServer(t *testing.T) {
 				errs <- fmt.Sprintf("Tools: %v, %v", o, err)
 			}
 			text := fmt.Sprint("caller ", i)
-			if r := m.Call(t.Context(), "", "test__echo", json.RawMessage(fmt.Sprintf(`{"text": %q}`, text))); r.Text != text {
+			if r := m.Call(t.Context(), "", "test__echo", fmt.Sprintf(`{"text": %q}`, text)); r.Text != text {
 				errs <- fmt.Sprintf("Call: got %+v, want %q", r, text)
 			}
 		})
@@ -343,7 +351,7 @@ func TestFetchURLTool(t *testing.T) {
 		{capped, `{"url": "` + srv.URL + `/big"}`, "xxx\n[output truncated: 1000 of ", false},
 	}
 	for _, tc := range tests {
-		r := tc.m.Call(t.Context(), "", "fetch_url", json.RawMessage(tc.args))
+		r := tc.m.Call(t.Context(), "", "fetch_url", string(tc.args))
 		if r.IsError != tc.wantErr || !strings.Contains(r.Text, tc.want) {
 			t.Errorf("fetch_url %s: got %q (error %v), want %q (error %v)", tc.args, r.Text, r.IsError, tc.want, tc.wantErr)
 		}
@@ -379,11 +387,11 @@ func TestStreamableHTTPResponseIsBounded(t *testing.T) {
 	srv := httptest.NewServer(mcptest.Handler(mcptest.Options{}))
 	t.Cleanup(srv.Close)
 	m := setup(t, []tools.Server{{Name: "web", URL: srv.URL}}, tools.Options{MaxResponse: 64 << 10}, nil)
-	r := m.Call(t.Context(), "", "web__big", json.RawMessage(`{"bytes": 1048576}`))
+	r := m.Call(t.Context(), "", "web__big", `{"bytes": 1048576}`)
 	if !r.IsError || !strings.Contains(r.Text, "larger than 64 KiB") {
 		t.Errorf("a 1 MiB answer: got %q (error %v), want a refusal at 64 KiB", master.Truncate(r.Text, 200), r.IsError)
 	}
-	if r := m.Call(t.Context(), "", "web__big", json.RawMessage(`{"bytes": 1000}`)); r.IsError || len(r.Text) != 1000 {
+	if r := m.Call(t.Context(), "", "web__big", `{"bytes": 1000}`); r.IsError || len(r.Text) != 1000 {
 		t.Errorf("a small answer: got %d bytes (error %v)", len(r.Text), r.IsError)
 	}
 }

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/callonbot/callon/master"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/callonbot/callon/master"
 )
 
 // Offer is what a role may use at the moment it is asked for.

@@ -4,7 +4,6 @@ package tools_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strconv"
@@ -20,7 +19,7 @@ import (
 // that served it.
 func counterPID(tb testing.TB, m *tools.Manager) int {
 	tb.Helper()
-	r := m.Call(tb.Context(), "", "test__counter", nil)
+	r := m.Call(tb.Context(), "", "test__counter", "")
 	_, pid, ok := strings.Cut(r.Text, " by process ")
 	n, err := strconv.Atoi(pid)
 	if r.IsError || !ok || err != nil {
@@ -83,7 +82,7 @@ func TestCloseStopsServers(t *testing.T) {
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("after Close, signalling process %d: got %v, want ESRCH (no such process)", pid, err)
 	}
-	if r := m.Call(t.Context(), "", "test__echo", json.RawMessage(`{"text": "x"}`)); !r.IsError || !strings.Contains(r.Text, "shut down") {
+	if r := m.Call(t.Context(), "", "test__echo", `{"text": "x"}`); !r.IsError || !strings.Contains(r.Text, "shut down") {
 		t.Errorf("after Close: got %+v, want an error result", r)
 	}
 	if err := m.Close(ctx); err != nil {

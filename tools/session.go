@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/callonbot/callon/internal/proc"
 )
 
 const (
@@ -74,7 +76,7 @@ func connect(ctx context.Context, m *Manager, spec Server) (*session, error) {
 	if err != nil {
 		if sess.cmd != nil && sess.cmd.Process != nil {
 			// The SDK closes what it started; this only makes sure.
-			sess.cmd.Process.Kill()
+			_ = sess.cmd.Process.Kill() // gone already is as good
 		}
 		return nil, &stderrError{err: fmt.Errorf("start: %w", err), stderr: sess.stderrTail()}
 	}
@@ -143,7 +145,7 @@ func (s *session) close(m *Manager) {
 // kill kills a stdio server's process at once.
 func (s *session) kill() {
 	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Kill()
+		_ = s.cmd.Process.Kill() // gone already is as good
 	}
 }
 
@@ -237,7 +239,7 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 		if b.overflow != nil {
 			b.overflow.Store(true)
 		}
-		return 0, fmt.Errorf("the server's response is larger than %s: not read further", byteSize(int(b.max)))
+		return 0, fmt.Errorf("the server's response is larger than %s: not read further", proc.ByteSize(int(b.max)))
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]

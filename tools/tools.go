@@ -109,6 +109,7 @@ type Manager struct {
 	log           *slog.Logger
 	opts          Options
 	servers       map[string]*server
+	order         []string // the servers' names, as configured
 	fetcher       *fetch.Fetcher
 	guildFetchers map[string]*fetch.Fetcher // guilds with private hosts of their own
 	outboundAllow fetch.HostList
@@ -195,6 +196,7 @@ func New(servers []Server, logger *slog.Logger, opts Options) (*Manager, error) 
 			return nil, err
 		}
 		m.servers[s.Name] = &server{spec: s, m: m}
+		m.order = append(m.order, s.Name)
 	}
 	return m, nil
 }

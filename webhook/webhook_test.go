@@ -110,10 +110,12 @@ func TestVerify(t *testing.T) {
 		}), body, at, nil},
 	}
 	for _, c := range cases {
-		id, err := webhook.Verify(secret, c.h, c.body, c.now)
-		if !errors.Is(err, c.want) || (err == nil && id != "msg_7") {
-			t.Errorf("%s: Verify = %q, %v; want %v", c.name, id, err, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			id, err := webhook.Verify(secret, c.h, c.body, c.now)
+			if !errors.Is(err, c.want) || (err == nil && id != "msg_7") {
+				t.Errorf("%s: Verify = %q, %v; want %v", c.name, id, err, c.want)
+			}
+		})
 	}
 }
 

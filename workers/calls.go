@@ -6,33 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/callonbot/callon/master"
 )
-
-// Toolbox runs the tools roles may use: fetch_url and the tools of the
-// deployment's MCP servers (package tools implements it, wired in
-// cmd/callon). Every method that names a guild gives a role of that guild
-// only what the operator granted it.
-type Toolbox interface {
-	// Offer returns the functions a role of guild with the tools list
-	// allowed may call now, each server's tool as "<server>__<tool>", and
-	// a notice for the model naming those that are unavailable ("" when
-	// none is).
-	Offer(ctx context.Context, guild string, allowed []string) (tools []master.Tool, notice string)
-	// Allows says whether the tools list allowed lets a model of a role
-	// of guild call name: a model may call a function it was not offered.
-	Allows(guild string, allowed []string, name string) bool
-	// NeedsApproval says whether a call of name with args, by a role with
-	// the tools list allowed, waits for a person.
-	NeedsApproval(allowed []string, name, args string) bool
-	// Approvers are the Discord role ids whose members alone decide on a
-	// call of name; none: the team's owner and thread managers.
-	Approvers(name string) []string
-	// Call makes one call for a role of guild within its own timeout and
-	// output cap; every failure is a result the model can read.
-	Call(ctx context.Context, guild, name, args string) master.ToolResult
-}
 
 // maxCallsPerStep bounds the calls of tools one model answer may make;
 // the rest are answered with an error.
@@ -195,11 +172,24 @@ func (p *Pool) makeCall(ctx context.Context, r *running, in TaskInput, c master.
 	return p.cfg.Tools.Call(ctx, in.GuildID, c.Name, c.Args), nil
 }
 
+// ask is the request for a person's approval of call c of task.
+func (p *Pool) ask(task master.Task, c master.CallRecord) master.ApprovalAsk {
+	ask := master.ApprovalAsk{Approvers: p.cfg.Tools.Approvers(c.Name), Timeout: p.cfg.ApprovalTimeout}
+	a := master.Approval{TaskID: task.ID, Seq: c.Seq, Role: task.Role, Tool: c.Name, Args: c.Args, Approvers: ask.Approvers,
+		State: master.ApprovalPending, ExpiresAt: time.Now().Add(ask.Timeout)}
+	if p.cfg.Ask == nil {
+		ask.Text = fmt.Sprintf("%s asks to call %s.", a.Role, master.ToolName(a.Tool))
+		return ask
+	}
+	ask.Text, ask.File = p.cfg.Ask(a)
+	return ask
+}
+
 // pause asks for a person's approval of call c and pauses the task; it
 // returns errPaused once the store has done both.
 func (p *Pool) pause(ctx context.Context, r *running, c master.CallRecord, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	id, err := p.store.PauseForApproval(sctx, r.task.ID, r.task.Attempt, c.Seq, p.cfg.ApprovalTimeout, p.cfg.Tools.Approvers(c.Name))
+	id, err := p.store.PauseForApproval(sctx, r.task.ID, r.task.Attempt, c.Seq, p.ask(r.task, c))
 	cancel()
 	if err := p.storeErr(r, "pause for approval", err); err != nil {
 		return err

@@ -160,12 +160,12 @@ func (f *fakeStore) RecordToolCall(ctx context.Context, taskID int64, attempt, s
 	return f.RecordToolCallFunc(ctx, taskID, attempt, seq, res)
 }
 
-func (f *fakeStore) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, approvers []string) (int64, error) {
-	f.approvers = approvers
+func (f *fakeStore) PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, ask master.ApprovalAsk) (int64, error) {
+	f.approvers = ask.Approvers
 	if f.PauseForApprovalFunc == nil {
 		return 0, nil
 	}
-	return f.PauseForApprovalFunc(ctx, taskID, attempt, seq, timeout)
+	return f.PauseForApprovalFunc(ctx, taskID, attempt, seq, ask.Timeout)
 }
 
 // fakeLLM is a master.LLM calling ChatFunc.

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/callonbot/callon/internal/proc"
 	"github.com/callonbot/callon/master"
 )
 
@@ -61,9 +62,8 @@ type Store interface {
 	// RecordToolCall records a call's result with its TOOL signal.
 	RecordToolCall(ctx context.Context, taskID int64, attempt, seq int, res master.ToolResult) error
 	// PauseForApproval pauses a running task until a person decides on
-	// its call seq, and posts the request (once per call), naming the
-	// Discord roles of its approvers, if any.
-	PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, timeout time.Duration, approvers []string) (int64, error)
+	// its call seq, and posts the request ask carries (once per call).
+	PauseForApproval(ctx context.Context, taskID int64, attempt, seq int, ask master.ApprovalAsk) (int64, error)
 }
 
 // TaskInput is everything a worker is allowed to see for one task: the
@@ -111,7 +111,7 @@ type Config struct {
 	// is replaced by the default.
 	Heartbeat time.Duration
 	// Poll is the fallback claim interval (jittered ±20%), so a lost wake
-	// delays work by at most this much: master.IdlePoll with Wake,
+	// delays work by at most this much: proc.IdlePoll with Wake,
 	// DefaultPoll without.
 	Poll time.Duration
 	// SweepEvery is how often expired leases are taken back; negative
@@ -131,10 +131,14 @@ type Config struct {
 	// (CALLON_MAX_OUTPUT_TOKENS); master.DefaultMaxOutput when zero.
 	MaxOutput int
 	// Tools runs the tools roles may use; nil gives roles none.
-	Tools Toolbox
+	Tools master.Toolbox
 	// ApprovalTimeout is how long a call that needs a person's approval
 	// waits for one before it counts as denied.
 	ApprovalTimeout time.Duration
+	// Ask writes a request's message (its text, and the arguments as a
+	// file when they do not fit in it) for a surface: cmd/callon wires
+	// bot/render's. Without it, the message names the role and the tool.
+	Ask func(a master.Approval) (text string, file master.File)
 	// Wake delivers hints that work may be waiting: a session id, or
 	// anything else (such as "*") for "any session". The pool then claims,
 	// and checks soon that its running tasks are still its own (one read
@@ -167,7 +171,7 @@ func (noMetrics) ToolCalled(string, string, string)                 {}
 func (noMetrics) TaskEnded(string, master.TaskState, time.Duration) {}
 
 func (c Config) withDefaults() Config {
-	c.ID = cmp.Or(c.ID, master.NewOwner())
+	c.ID = cmp.Or(c.ID, proc.NewOwner())
 	c.Slots = cmp.Or(max(c.Slots, 0), DefaultSlots)
 	c.Lease = cmp.Or(max(c.Lease, 0), DefaultLease)
 	if c.Heartbeat <= 0 || c.Heartbeat >= c.Lease {
@@ -176,7 +180,7 @@ func (c Config) withDefaults() Config {
 	switch {
 	case c.Poll > 0:
 	case c.Wake != nil:
-		c.Poll = master.IdlePoll
+		c.Poll = proc.IdlePoll
 	default:
 		c.Poll = DefaultPoll
 	}
@@ -317,9 +321,9 @@ func (p *Pool) Run(ctx context.Context) error {
 
 		// Any wake ends a backoff early: after an outage, the listener's
 		// reconnection wake is the first sign that Postgres is back.
-		delay := master.Jitter(p.cfg.Poll)
+		delay := proc.Jitter(p.cfg.Poll)
 		if failures > 0 {
-			delay = master.Backoff(failures, p.cfg.Poll, maxBackoff)
+			delay = proc.Backoff(failures, p.cfg.Poll, maxBackoff)
 		}
 		timer := time.NewTimer(delay)
 		claim = true

@@ -15,8 +15,11 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/callonbot/callon/bot"
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/config"
 	"github.com/callonbot/callon/internal/demo"
+	"github.com/callonbot/callon/internal/proc"
 	"github.com/callonbot/callon/llm"
 	"github.com/callonbot/callon/llm/llmfake"
 	"github.com/callonbot/callon/master"
@@ -116,7 +119,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	}
 	defer closeLog()
 	log := newLogger(cfg, logOut)
-	var tools workers.Toolbox
+	var tools master.Toolbox
 	if f.demo {
 		ai, err := startDemo(&cfg, ui != nil, log)
 		if err != nil {
@@ -131,9 +134,9 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	}
 	defer closeTools(toolMgr, log)
 	if tools == nil {
-		tools = toolbox{m: toolMgr, log: log, operator: true}
+		tools = toolMgr.Operator()
 	}
-	roleFile, rolePolicy, err := rolesConfig(cfg, catalog{m: toolMgr, servers: cfg.MCPServers})
+	roleFile, rolePolicy, err := rolesConfig(cfg, toolMgr)
 	if err != nil {
 		return err
 	}
@@ -159,7 +162,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	if f.demo {
 		roster = func(context.Context, string, string) ([]master.Role, error) { return demo.Roles(), nil }
 	}
-	owner := master.NewOwner()
+	owner := proc.NewOwner()
 	listener := st.NewListener()
 	live := st.NewLiveness(owner)
 	wake := func(kinds ...store.Kinds) <-chan string {
@@ -174,7 +177,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	svc := master.NewService(master.ServiceConfig{MaxQueued: cfg.Caps.MaxQueuedTurns, Features: chatFeatures(f, features)}, st, roster)
 	pool := workers.New(workers.Config{ID: owner, Scope: scope, Slots: max(lim.WorkerSlots, 1), Lease: lim.TaskLease, Heartbeat: lim.Heartbeat(),
 		SweepEvery: lim.SweepInterval, TaskTimeout: lim.TaskTimeout, WorkerModel: cfg.WorkerModel, Budget: budget, Wake: wake(store.WakeTasks),
-		MaxOutput: lim.MaxOutput, Tools: tools, ApprovalTimeout: cfg.Tools.ApprovalTimeout}, st, model, log)
+		MaxOutput: lim.MaxOutput, Tools: tools, ApprovalTimeout: cfg.Tools.ApprovalTimeout, Ask: render.Ask}, st, model, log)
 	cmds := master.NewCommands(master.CommandsConfig{Model: cfg.MasterModel, WorkerModel: cfg.WorkerModel, MaxRoles: lim.MaxWorkers,
 		CancelSession: func(id int64) { pool.CancelSession(id) }, Catalog: roster, Budget: budget,
 		Owner: owner, MaxOutput: lim.MaxOutput}, st, model, log)
@@ -185,8 +188,8 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		Memory: st, Reviews: st,
 	}, st, model, log)
 	sender := master.NewOutbox(master.OutboxConfig{Owner: owner, Scope: scope, RetryFor: lim.OutboxRetryFor, Wake: wake(store.WakeOutbox), Poll: 200 * time.Millisecond}, st, out, log)
-	pres := master.NewPresenter(master.PresenterConfig{Tick: 500 * time.Millisecond, Scope: scope}, st, out, log)
-	settler := master.NewSettler(master.SettlerConfig{Poll: 500 * time.Millisecond, Scope: scope}, st, out, log)
+	pres := bot.NewPresenter(bot.PresenterConfig{Tick: 500 * time.Millisecond, Scope: scope}, st, out, log)
+	settler := bot.NewSettler(bot.SettlerConfig{Poll: 500 * time.Millisecond, Scope: scope}, st, out, log)
 	approvals := master.NewApprovals(st, log)
 
 	loops, lctx := errgroup.WithContext(ctx)
@@ -332,7 +335,7 @@ func (t *chatTeam) Say(ctx context.Context, text string) error {
 	return err
 }
 
-func (t *chatTeam) Show(ctx context.Context) (master.Embed, error) {
+func (t *chatTeam) Show(ctx context.Context) (master.TeamView, error) {
 	return t.cmds.Team(ctx, t.sess.ThreadID)
 }
 
@@ -367,7 +370,7 @@ func (t *chatTeam) Memory(ctx context.Context, arg string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return master.RenderNotes(chatGuild, notes), nil
+		return render.Notes(chatGuild, notes), nil
 	case "forget":
 		id, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
 		if err != nil || id <= 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"log/slog"
 
-	"github.com/callonbot/callon/bot"
 	"github.com/callonbot/callon/config"
 	"github.com/callonbot/callon/dashboard"
 	"github.com/callonbot/callon/master"
@@ -11,12 +10,6 @@ import (
 )
 
 // The store is the dashboard's port.
-var _ dashboard.Store = (*store.Store)(nil)
-
-// The store keeps the webhooks of the bot's personas (store cannot name
-// bot's port: adapters do not import each other).
-var _ bot.WebhookStore = (*store.Store)(nil)
-
 // newDashboard is the dashboard of the configuration: the operator's
 // token, and Discord OAuth2 for server admins when a client secret is
 // set; wake is the listener's, guildName the bot's (nil in a process

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/callonbot/callon/bot/discordtest"
+	"github.com/callonbot/callon/internal/e2e"
 	"github.com/callonbot/callon/llm/llmtest"
 	"github.com/callonbot/callon/store"
 	"github.com/callonbot/callon/store/storetest"
@@ -86,17 +87,13 @@ func setupWith(t *testing.T, dc *discordtest.Server, script llmtest.Script, env 
 func newWorld(t *testing.T, dc *discordtest.Server, script llmtest.Script, env ...string) *world {
 	t.Helper()
 	w := &world{t: t, dc: dc, ai: llmtest.New(t, script), dbURL: storetest.URL(t), logs: &logBook{}}
-	w.env = map[string]string{
-		"DISCORD_TOKEN":           w.dc.Token(),
-		"DISCORD_API_URL":         w.dc.URL(),
-		"DATABASE_URL":            w.dbURL,
-		"OPENAI_BASE_URL":         w.ai.URL(),
-		"OPENAI_API_KEY":          w.ai.APIKey(),
+	w.env = e2e.Env(w.dc.Server, w.ai.Server, w.dbURL)
+	maps.Copy(w.env, map[string]string{
 		"CALLON_TASK_LEASE":       "3s",
 		"CALLON_SWEEP_INTERVAL":   "1s",
 		"CALLON_CONCURRENT_TASKS": "4",
 		"LOG_LEVEL":               "debug",
-	}
+	})
 	for i := 0; i+1 < len(env); i += 2 {
 		w.env[env[i]] = env[i+1]
 	}
@@ -136,7 +133,7 @@ func (w *world) start() {
 }
 
 // commandCount is how many slash commands callon registers.
-const commandCount = 8
+const commandCount = e2e.CommandCount
 
 // restart stops the process and starts a new one on the same database.
 func (w *world) restart() {
@@ -149,20 +146,10 @@ func (w *world) restart() {
 // kickoff message is in it.
 func (w *world) team(goal string) string {
 	w.t.Helper()
-	general := w.dc.ChannelID("general")
-	before := len(w.dc.Threads(general))
-	ix := w.dc.SlashCommand(w.t, discordtest.SlashCommand{Name: "callon", ChannelID: general,
-		Options: []discordtest.CommandOption{discordtest.StringOption("goal", goal)}})
-	w.dc.WaitFor(w.t, func() bool {
-		m, ok := ix.Original()
-		return ok && strings.Contains(m.Content, "is ready in")
-	}, "/callon to answer with the thread")
-	threads := w.dc.Threads(general)
-	if len(threads) != before+1 {
-		w.t.Fatalf("got %d threads in #general, want %d", len(threads), before+1)
+	thread, err := e2e.Team(w.dc.Server, goal)
+	if err != nil {
+		w.t.Fatal(err)
 	}
-	thread := threads[len(threads)-1].ID
-	w.dc.WaitFor(w.t, func() bool { return len(w.botMessages(thread)) >= 1 }, "the kickoff message")
 	return thread
 }
 
@@ -173,37 +160,15 @@ func (w *world) say(channelID, text string) discordtest.Message {
 
 // botMessages lists what the bot posted in a channel.
 func (w *world) botMessages(channelID string) []discordtest.Message {
-	var out []discordtest.Message
-	for _, m := range w.dc.Messages(channelID) {
-		if m.AuthorID == w.dc.BotUserID() && !m.Deleted {
-			out = append(out, m)
-		}
-	}
-	return out
+	return e2e.BotMessages(w.dc.Server, channelID)
 }
 
-// replies lists the bot's messages that reply to msg: the reply's first
-// part and the parts after it (which carry no reference), up to the next
-// message that is not part of it.
+// reply lists the bot's messages that reply to msg (e2e.Reply).
 func (w *world) reply(channelID string, msg discordtest.Message) []discordtest.Message {
-	var out []discordtest.Message
-	for _, m := range w.botMessages(channelID) {
-		switch {
-		case m.Reference != nil && m.Reference.MessageID == msg.ID:
-			out = append(out, m)
-		case len(out) > 0 && m.Reference == nil && !isStatus(m):
-			out = append(out, m)
-		case len(out) > 0:
-			return out
-		}
-	}
-	return out
+	return e2e.Reply(w.dc.Server, channelID, msg)
 }
 
-func isStatus(m discordtest.Message) bool {
-	return strings.HasPrefix(m.Content, "⏳") || strings.HasPrefix(m.Content, "✅") ||
-		strings.HasPrefix(m.Content, "❓") || strings.HasPrefix(m.Content, "⏹")
-}
+func isStatus(m discordtest.Message) bool { return e2e.IsStatus(m) }
 
 // waitReply waits for the bot's reply to msg and returns its text.
 func (w *world) waitReply(channelID string, msg discordtest.Message) string {

@@ -14,7 +14,9 @@ import (
 
 	"github.com/callonbot/callon/api"
 	"github.com/callonbot/callon/bot"
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/config"
+	"github.com/callonbot/callon/internal/proc"
 	"github.com/callonbot/callon/llm"
 	"github.com/callonbot/callon/master"
 	"github.com/callonbot/callon/metrics"
@@ -48,7 +50,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 		return err
 	}
 	defer closeTools(toolMgr, log)
-	roleFile, rolePolicy, err := rolesConfig(cfg, catalog{m: toolMgr, servers: cfg.MCPServers})
+	roleFile, rolePolicy, err := rolesConfig(cfg, toolMgr)
 	if err != nil {
 		return err
 	}
@@ -80,7 +82,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	var apiHandler http.Handler       // the inbound API, when this process runs the bot
 	var guildName func(string) string // the bot's names of guilds, for the dashboard
 	st.SetMaxAttempts(cfg.Limits.MaxAttempts)
-	owner := master.NewOwner()
+	owner := proc.NewOwner()
 	log = log.With("owner", owner)
 	lim := cfg.Limits
 	budget := master.Budget{SessionTokens: lim.SessionTokens, GuildDailyTokens: cfg.Caps.GuildDailyTokens}
@@ -143,9 +145,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Wake:        wake(store.WakeTasks),
 			Metrics:     reg,
 			Vision:      cfg.Attachments.Vision,
-			Tools:       toolbox{m: toolMgr, log: log},
+			Tools:       toolMgr,
 
 			ApprovalTimeout: cfg.Tools.ApprovalTimeout,
+			Ask:             render.Ask,
 		}, st, workerModel, log)
 		g.Go(func() error { return pool.Run(ctx) })
 		cancelSession = func(id int64) { pool.CancelSession(id) }
@@ -184,13 +187,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 			Lease: lim.TaskLease, Wake: wake(store.WakeMaster), Catalog: roles.Roster,
 			Retries: lim.MasterRetries, RetryDelay: lim.MasterRetry, MaxCalls: lim.MaxMasterCalls,
 			Dispatch: cfg.HandBack.Dispatch, DispatchDepth: cfg.HandBack.DispatchDepth, ReportCap: cfg.HandBack.ReportCap,
-			Channels: b.Channels(), Service: svc, Guilds: b.Channels(), Metrics: reg,
+			Channels: b.Channels(), Service: svc, Guilds: b.Channels(), Archive: b.Messenger().Archive, Metrics: reg,
 			Vision: att.Vision(cfg.MasterModel), Instructions: cfg.MasterPrompt, Memory: st, Reviews: st,
 		}, st, masterModel, log)
 		out := b.Messenger()
 		disp := master.NewOutbox(master.OutboxConfig{Owner: owner, RetryFor: lim.OutboxRetryFor, Wake: wake(store.WakeOutbox), Metrics: reg, Personas: st}, st, out, log)
-		pres := master.NewPresenter(master.PresenterConfig{Prices: prices, Wake: wake(store.WakeMaster)}, st, out, log)
-		settler := master.NewSettler(master.SettlerConfig{Wake: wake(store.WakeApprovals)}, st, out, log)
+		pres := bot.NewPresenter(bot.PresenterConfig{Prices: prices, Wake: wake(store.WakeMaster)}, st, out, log)
+		settler := bot.NewSettler(bot.SettlerConfig{Wake: wake(store.WakeApprovals)}, st, out, log)
 		g.Go(func() error { return b.Run(ctx) })
 		g.Go(func() error { return orch.Run(ctx) })
 		g.Go(func() error { return disp.Run(ctx) })

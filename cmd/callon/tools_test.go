@@ -277,7 +277,7 @@ func TestReadmeToolsExamples(t *testing.T) {
 			t.Fatalf("docs/roles.md example %d: %v", found, err)
 		}
 		t.Cleanup(func() { closeTools(m, slog.New(slog.DiscardHandler)) })
-		if _, _, err := rolesConfig(cfg, catalog{m: m, servers: cfg.MCPServers}); err != nil {
+		if _, _, err := rolesConfig(cfg, m); err != nil {
 			t.Fatalf("docs/roles.md example %d: %v", found, err)
 		}
 	}

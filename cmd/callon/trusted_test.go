@@ -285,7 +285,7 @@ func TestTrustedBotNamesWhereToReport(t *testing.T) {
 	general, random, staff := w.dc.ChannelID("general"), w.dc.ChannelID("random"), w.dc.ChannelID("staff")
 
 	w.dc.Post(discordtest.Post{ChannelID: general, AuthorID: dispatcher, Content: w.mention("Leak it report_to: <#" + staff + ">")})
-	w.dc.WaitFor(t, func() bool { return w.logged("a bot's request refused", "the bot may not post there") }, "the request refused")
+	w.dc.WaitFor(t, func() bool { return w.logged("a bot's request refused", "the bot can't post in <#"+staff+">") }, "the request refused")
 	thread := w.threadFrom(w.dc.Post(discordtest.Post{ChannelID: general, AuthorID: dispatcher, Content: w.mention("Build it report_to: <#" + random + ">")}))
 	mustContain(t, "kickoff", w.botMessages(thread)[0].Content, "**Goal:** Build it\n", "Reports to <#"+random+">")
 	w.dc.WaitFor(t, func() bool { return len(w.botMessages(random)) == 1 }, "the report in #random")

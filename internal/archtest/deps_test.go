@@ -13,6 +13,8 @@ const module = "github.com/callonbot/callon"
 // pkg is what go list tells of one package.
 type pkg struct {
 	ImportPath string
+	Dir        string
+	GoFiles    []string // its non-test files
 	Imports    []string // what its non-test files import
 }
 
@@ -52,8 +54,14 @@ func TestDependencyRules(t *testing.T) {
 		name    string
 		applies func(importer, imported string) bool // true: a violation
 	}{
-		{"master imports no other package of callon", func(from, to string) bool {
-			return from == module+"/master" && under(to, module)
+		{"master imports of callon only internal/proc, the loops' leaf helpers", func(from, to string) bool {
+			return from == module+"/master" && under(to, module) && to != module+"/internal/proc"
+		}},
+		{"internal/proc imports nothing of callon: the core uses it", func(from, to string) bool {
+			return from == module+"/internal/proc" && under(to, module)
+		}},
+		{"bot/render imports of callon only master, and no Discord SDK: it writes text, the terminal's too", func(from, to string) bool {
+			return from == module+"/bot/render" && ((under(to, module) && to != module+"/master") || under(to, "github.com/bwmarrin/discordgo"))
 		}},
 		{"discordgo is imported only in bot", func(from, to string) bool {
 			return under(to, "github.com/bwmarrin/discordgo") && !under(from, module+"/bot")
@@ -73,8 +81,9 @@ func TestDependencyRules(t *testing.T) {
 		{"dashboard imports of callon only master (and the rate bound per address): it reads through its own port", func(from, to string) bool {
 			return under(from, module+"/dashboard") && under(to, module) && to != module+"/master" && to != module+"/internal/ratelimit"
 		}},
-		{"store imports of callon only the ports it implements (master, dashboard)", func(from, to string) bool {
-			return from == module+"/store" && under(to, module) && to != module+"/master" && to != module+"/dashboard"
+		{"store imports of callon only the ports it implements (master, dashboard) and internal/proc", func(from, to string) bool {
+			return from == module+"/store" && under(to, module) && to != module+"/master" && to != module+"/dashboard" &&
+				to != module+"/internal/proc"
 		}},
 		{"golang.org/x/oauth2 is imported only in dashboard", func(from, to string) bool {
 			return under(to, "golang.org/x/oauth2") && !under(from, module+"/dashboard")
@@ -98,6 +107,9 @@ func TestDependencyRules(t *testing.T) {
 			}
 			if from == module+"/store" && to == module+"/dashboard" {
 				return false // the store implements the dashboard's port, as it does master's
+			}
+			if under(from, module+"/terminal") && to == module+"/bot/render" {
+				return false // the terminal shows the text bot/render writes, its markup in terminal words
 			}
 			for _, a := range adapters {
 				for _, b := range adapters {
@@ -132,20 +144,24 @@ func deps(t *testing.T, path string) []string {
 	return strings.Fields(out.String())
 }
 
-// The binary links the fake model server the demo and the bench use,
-// llm/llmfake, which is production code: no testing import, and not its
-// test adapter llm/llmtest. (bot/discordtest still brings testing in,
-// for callon bench: issue #24.)
-func TestTheBinaryLinksNoTestAdapterOfTheFakeModel(t *testing.T) {
+// A production binary links production code only: the fakes callon
+// bench and callon chat --demo run (bot/discordfake, llm/llmfake) are
+// production code, and their testing.TB adapters (bot/discordtest,
+// llm/llmtest) and every other test helper stay out: go list -deps
+// ./cmd/callon has neither testing nor any package of callon named
+// *test.
+func TestTheBinaryLinksNoTestCode(t *testing.T) {
 	t.Parallel()
-	for _, d := range deps(t, module+"/llm/llmfake") {
-		if d == "testing" || (under(d, module) && strings.HasSuffix(d, "test")) {
-			t.Errorf("llm/llmfake links %s: it is production code (callon chat --demo, callon bench)", d)
+	for _, fake := range []string{"/bot/discordfake", "/llm/llmfake", "/internal/e2e"} {
+		for _, d := range deps(t, module+fake) {
+			if d == "testing" || strings.HasPrefix(d, "testing/") || (under(d, module) && strings.HasSuffix(d, "test")) {
+				t.Errorf("%s links %s: it is production code (callon bench, callon chat --demo)", fake[1:], d)
+			}
 		}
 	}
 	for _, d := range deps(t, module+"/cmd/callon") {
-		if d == module+"/llm/llmtest" {
-			t.Errorf("cmd/callon links %s, a test helper: use llm/llmfake", d)
+		if d == "testing" || strings.HasPrefix(d, "testing/") || (under(d, module) && strings.HasSuffix(d, "test")) {
+			t.Errorf("cmd/callon links %s: the production binary links no test code", d)
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/callonbot/callon/bot/discordtest"
+	"github.com/callonbot/callon/bot/discordfake"
 )
 
 // outageTarget is how soon after Discord comes back every reply that
@@ -53,9 +53,9 @@ func (b *bench) outage(ctx context.Context, length time.Duration) ([]StageResult
 		threads[i] = w.team(fmt.Sprintf("bench outage %s %d", length, i))
 	}
 	w.settle()
-	w.dc.Down(discordtest.RouteCreateMessage, http.StatusServiceUnavailable)
+	w.dc.Down(discordfake.RouteCreateMessage, http.StatusServiceUnavailable)
 	began := time.Now()
-	msgs := make([]discordtest.Message, n)
+	msgs := make([]discordfake.Message, n)
 	for i, th := range threads {
 		if err := sleepUntil(ctx, began.Add(length*time.Duration(i)/time.Duration(n))); err != nil {
 			return nil, err
@@ -65,14 +65,14 @@ func (b *bench) outage(ctx context.Context, length time.Duration) ([]StageResult
 	if err := sleepUntil(ctx, began.Add(length)); err != nil {
 		return nil, err
 	}
-	tried := w.dc.Calls(discordtest.RouteCreateMessage)
-	w.dc.ClearFaults(discordtest.RouteCreateMessage)
+	tried := w.dc.Calls(discordfake.RouteCreateMessage)
+	w.dc.ClearFaults(discordfake.RouteCreateMessage)
 	ended := time.Now()
 	var after []time.Duration
 	twice := 0
 	for i, th := range threads {
-		var reply discordtest.Message
-		w.dc.WaitFor(w.tb, func() bool {
+		var reply discordfake.Message
+		w.wait(func() bool {
 			for _, m := range w.dc.Messages(th) {
 				if m.AuthorID == w.dc.BotUserID() && m.Reference != nil && m.Reference.MessageID == msgs[i].ID {
 					reply = m

@@ -131,7 +131,7 @@ func (b *bench) presenceCase(ctx context.Context, c presenceCase, roles string) 
 // members' parts posted so far (parts in all) to be in the thread.
 func (w *world) settleParts(thread string, parts int) {
 	w.settle()
-	w.dc.WaitFor(w.tb, func() bool {
+	w.wait(func() bool {
 		n := 0
 		for _, m := range w.dc.Messages(thread) {
 			if m.WebhookID != "" && m.InteractionID == "" {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/callonbot/callon/internal/e2e"
 )
 
 // proc is callon running as a process of its own, which the bench can
@@ -41,14 +43,14 @@ func (w *world) spawn() (*proc, error) {
 		close(p.exited)
 	}()
 	var stopped error
-	w.dc.WaitFor(w.tb, func() bool {
+	w.wait(func() bool {
 		select {
 		case <-p.exited:
 			stopped = fmt.Errorf("callon exited before it was ready: %v", p.err)
 			return true
 		default:
 		}
-		return len(w.dc.IdentifyLog()) > before && w.dc.Connected() && len(w.dc.Commands("")) == commandCount
+		return len(w.dc.IdentifyLog()) > before && w.dc.Connected() && len(w.dc.Commands("")) == e2e.CommandCount
 	}, "the callon process to connect")
 	if stopped != nil {
 		return nil, stopped
@@ -59,7 +61,7 @@ func (w *world) spawn() (*proc, error) {
 // kill ends the process at once (SIGKILL), as a crash would, and waits
 // until it is gone.
 func (p *proc) kill() {
-	p.cmd.Process.Kill()
+	_ = p.cmd.Process.Kill() // gone already is as good: exited says so
 	<-p.exited
 }
 

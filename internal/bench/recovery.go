@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/callonbot/callon/bot/discordtest"
 	"github.com/callonbot/callon/llm/llmfake"
 )
 
@@ -110,20 +109,11 @@ func (w *world) killOnce(ctx context.Context, t *trap, i int) (took, model time.
 	if err := w.start(ctx); err != nil {
 		return 0, 0, err
 	}
-	w.dc.WaitFor(w.tb, func() bool { return len(w.dc.IdentifyLog()) > before }, "the survivor to connect")
+	w.wait(func() bool { return len(w.dc.IdentifyLog()) > before }, "the survivor to connect")
 	killed := time.Now()
 	doomed.kill()
 	close(t.release)
-	var reply discordtest.Message
-	w.dc.WaitFor(w.tb, func() bool {
-		for _, m := range w.dc.Messages(thread) {
-			if m.AuthorID == w.dc.BotUserID() && m.Reference != nil && m.Reference.MessageID == msg.ID {
-				reply = m
-				return true
-			}
-		}
-		return false
-	}, "the survivor's reply")
+	reply := w.replyTo(thread, msg, "the survivor's reply")
 	err = w.stop()
 	w.stop = nil
 	return reply.Timestamp.Sub(killed), modelTime(w.ai.Requests(), killed, reply.Timestamp), err

@@ -52,7 +52,7 @@ func (b *bench) scale(ctx context.Context) ([]StageResult, error) {
 		return nil, err
 	}
 	defer p.kill()
-	w.dc.WaitFor(w.tb, func() bool {
+	w.wait(func() bool {
 		return w.dc.AllCalls()["GET /channels/{c}/messages"] >= lists+b.sizes.DormantSessions
 	}, "the catch-up of every dormant thread")
 	dormant, err := p.settled(ctx)
@@ -69,7 +69,7 @@ func (b *bench) scale(ctx context.Context) ([]StageResult, error) {
 		w.dc.UserMessage(th, w.dc.UserID(), "[direct] are you there?")
 	}
 	var open int
-	w.dc.WaitFor(w.tb, func() bool {
+	w.wait(func() bool {
 		bl, err := st.Backlog(ctx)
 		if err != nil {
 			return false

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/callonbot/callon/bot/discordtest"
+	"github.com/callonbot/callon/bot/discordfake"
 	"github.com/callonbot/callon/master"
 	"github.com/callonbot/callon/store"
 )
@@ -39,20 +39,20 @@ func (b *bench) shutdown(ctx context.Context) ([]StageResult, error) {
 		thread := w.team(fmt.Sprintf("bench shutdown %d", i))
 		threads = append(threads, thread)
 		confirm := w.confirmDissolve(thread)
-		form := w.dc.SlashCommand(w.tb, discordtest.SlashCommand{Name: "roles", ChannelID: general, Permissions: manageChannels,
-			Options: []discordtest.CommandOption{discordtest.Subcommand("set", discordtest.StringOption("name", fmt.Sprint("poet", i)))}})
-		form.WaitModal(w.tb)
+		form := must(w.dc.SlashCommand(discordfake.SlashCommand{Name: "roles", ChannelID: general, Permissions: manageChannels,
+			Options: []discordfake.CommandOption{discordfake.Subcommand("set", discordfake.StringOption("name", fmt.Sprint("poet", i)))}}))
+		must(form.WaitModal())
 		stopped := make(chan time.Time, 1)
-		w.dc.OnAck(func(ix *discordtest.Interaction) {
+		w.dc.OnAck(func(ix *discordfake.Interaction) {
 			if ix.CustomID() != "" && !strings.HasPrefix(ix.CustomID(), "dissolve:") {
 				stopped <- time.Now()
 				w.sigterm()
 			}
 		})
-		click := w.dc.ClickButton(w.tb, confirm)
-		w.dc.WaitFor(w.tb, click.Acked, "the /dissolve confirmation acknowledged")
-		submit := w.dc.SubmitModal(w.tb, form, map[string]string{"description": "Writes short poems", "prompt": "You write haiku."})
-		w.dc.WaitFor(w.tb, submit.Acked, "the /roles set form acknowledged")
+		click := must(w.dc.ClickButton(confirm))
+		w.wait(click.Acked, "the /dissolve confirmation acknowledged")
+		submit := must(w.dc.SubmitModal(form, map[string]string{"description": "Writes short poems", "prompt": "You write haiku."}))
+		w.wait(submit.Acked, "the /roles set form acknowledged")
 		err := w.stop()
 		took = append(took, time.Since(<-stopped))
 		w.stop = nil
@@ -95,7 +95,7 @@ func (b *bench) shutdown(ctx context.Context) ([]StageResult, error) {
 			}
 			return n
 		}
-		w.dc.WaitFor(w.tb, func() bool { return count() > 0 }, "the closing summary")
+		w.wait(func() bool { return count() > 0 }, "the closing summary")
 		summaries += count()
 	}
 	acked := 2 * len(threads)
@@ -122,14 +122,14 @@ const manageChannels = 1 << 4
 
 // confirmDissolve runs /dissolve in thread and returns the click on its
 // confirmation's Dissolve button.
-func (w *world) confirmDissolve(thread string) discordtest.ClickButton {
-	ix := w.dc.SlashCommand(w.tb, discordtest.SlashCommand{Name: "dissolve", ChannelID: thread})
-	var click discordtest.ClickButton
-	w.dc.WaitFor(w.tb, func() bool {
+func (w *world) confirmDissolve(thread string) discordfake.ClickButton {
+	ix := must(w.dc.SlashCommand(discordfake.SlashCommand{Name: "dissolve", ChannelID: thread}))
+	var click discordfake.ClickButton
+	w.wait(func() bool {
 		m, ok := ix.Original()
 		for _, b := range m.Buttons() {
 			if ok && strings.HasPrefix(b.CustomID, "dissolve:") {
-				click = discordtest.ClickButton{MessageID: m.ID, CustomID: b.CustomID, ChannelID: thread}
+				click = discordfake.ClickButton{MessageID: m.ID, CustomID: b.CustomID, ChannelID: thread}
 				return true
 			}
 		}

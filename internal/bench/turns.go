@@ -163,7 +163,7 @@ func (b *bench) turns(ctx context.Context) ([]StageResult, error) {
 // settled (none shows a running turn), so that a turn's trailing edits
 // are counted with it.
 func (w *world) settle() {
-	w.dc.WaitFor(w.tb, func() bool {
+	w.wait(func() bool {
 		for _, th := range w.dc.Threads(w.dc.ChannelID("general")) {
 			for _, m := range w.dc.Messages(th.ID) {
 				if m.AuthorID == w.dc.BotUserID() && strings.HasPrefix(m.Content, "⏳") && !m.Deleted {

@@ -12,7 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/callonbot/callon/bot/discordtest"
+	"github.com/callonbot/callon/bot/discordfake"
+	"github.com/callonbot/callon/internal/e2e"
 	"github.com/callonbot/callon/llm/llmfake"
 	"github.com/callonbot/callon/store"
 )
@@ -22,8 +23,8 @@ import (
 // own (spawn).
 type world struct {
 	b     *bench
-	tb    *fakeTB
-	dc    *discordtest.Server
+	tb    *faults
+	dc    *discordfake.Server
 	ai    *llmfake.Server
 	dbURL string
 	drop  func(context.Context) error
@@ -37,10 +38,6 @@ type world struct {
 	sigterm func()
 }
 
-// commandCount is how many slash commands callon registers; the app is
-// ready when the fake Discord has them all.
-const commandCount = 8
-
 // newWorld makes a world whose model answers from script; env adds to or
 // overrides the app's environment.
 func (b *bench) newWorld(ctx context.Context, script llmfake.Script, env ...string) (*world, error) {
@@ -48,27 +45,28 @@ func (b *bench) newWorld(ctx context.Context, script llmfake.Script, env ...stri
 	if err != nil {
 		return nil, err
 	}
-	w := &world{b: b, tb: &fakeTB{}, dbURL: url, drop: drop}
-	w.dc = discordtest.New(w.tb, discordtest.WithWaitTimeout(2*time.Minute))
+	w := &world{b: b, tb: &faults{}, dbURL: url, drop: drop}
+	dc, err := discordfake.Start(discordfake.WithWaitTimeout(2 * time.Minute))
+	if err != nil {
+		_ = drop(ctx)
+		return nil, err
+	}
+	w.tb.Cleanup(dc.Close)
+	w.dc = dc
 	ai, err := llmfake.Start(script, llmfake.OnUnexpected(func(msg string) { w.tb.Errorf("%s", msg) }))
 	if err != nil {
+		w.tb.close()
 		_ = drop(ctx)
 		return nil, err
 	}
 	w.tb.Cleanup(ai.Close)
 	w.ai = ai
-	w.env = map[string]string{
-		"DISCORD_TOKEN":   w.dc.Token(),
-		"DISCORD_API_URL": w.dc.URL(),
-		"DATABASE_URL":    w.dbURL,
-		"OPENAI_BASE_URL": w.ai.URL(),
-		"OPENAI_API_KEY":  w.ai.APIKey(),
-		"LOG_LEVEL":       "warn",
-		// The bench's one user sends many messages and starts many teams.
-		"CALLON_USER_TURNS_PER_MINUTE": "0",
-		"CALLON_MAX_USER_SESSIONS":     "0",
-		"CALLON_MAX_ACTIVE_SESSIONS":   "10000",
-	}
+	w.env = e2e.Env(w.dc, w.ai, w.dbURL)
+	w.env["LOG_LEVEL"] = "warn"
+	// The bench's one user sends many messages and starts many teams.
+	w.env["CALLON_USER_TURNS_PER_MINUTE"] = "0"
+	w.env["CALLON_MAX_USER_SESSIONS"] = "0"
+	w.env["CALLON_MAX_ACTIVE_SESSIONS"] = "10000"
 	for i := 0; i+1 < len(env); i += 2 {
 		w.env[env[i]] = env[i+1]
 	}
@@ -102,14 +100,14 @@ func (w *world) start(ctx context.Context) error {
 // or done says it stopped.
 func (w *world) ready(done <-chan error) error {
 	var stopped error
-	w.dc.WaitFor(w.tb, func() bool {
+	w.wait(func() bool {
 		select {
 		case err := <-done:
 			stopped = fmt.Errorf("callon stopped before it was ready: %v", err)
 			return true
 		default:
 		}
-		return w.dc.Connected() && len(w.dc.Commands("")) == commandCount
+		return e2e.Ready(w.dc, "")
 	}, "callon to connect and register its commands")
 	return stopped
 }
@@ -131,28 +129,23 @@ func (w *world) close() error {
 // team runs /callon in #general and returns the new thread's id once the
 // kickoff message is in it.
 func (w *world) team(goal string) string {
-	general := w.dc.ChannelID("general")
-	before := len(w.dc.Threads(general))
-	ix := w.dc.SlashCommand(w.tb, discordtest.SlashCommand{Name: "callon", ChannelID: general,
-		Options: []discordtest.CommandOption{discordtest.StringOption("goal", goal)}})
-	w.dc.WaitFor(w.tb, func() bool {
-		m, ok := ix.Original()
-		return ok && strings.Contains(m.Content, "is ready in")
-	}, "/callon to answer with the thread")
-	threads := w.dc.Threads(general)
-	if len(threads) != before+1 {
-		w.tb.Fatalf("got %d threads in #general, want %d", len(threads), before+1)
+	return must(e2e.Team(w.dc, goal))
+}
+
+// wait waits until cond holds; a timeout ends the stage.
+func (w *world) wait(cond func() bool, what string) {
+	if err := w.dc.WaitFor(cond, what); err != nil {
+		w.tb.Fatalf("%v", err)
 	}
-	thread := threads[len(threads)-1].ID
-	w.dc.WaitFor(w.tb, func() bool {
-		for _, m := range w.dc.Messages(thread) {
-			if m.AuthorID == w.dc.BotUserID() {
-				return true
-			}
-		}
-		return false
-	}, "the kickoff message")
-	return thread
+}
+
+// must returns v, or ends the stage with err (guard makes it the
+// stage's error).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(fatal(err.Error()))
+	}
+	return v
 }
 
 // turn posts text in thread and waits for the bot's reply to it. It
@@ -162,17 +155,21 @@ func (w *world) team(goal string) string {
 func (w *world) turn(thread, text string) (latency, model time.Duration) {
 	before := time.Now()
 	msg := w.dc.UserMessage(thread, w.dc.UserID(), text)
-	var reply discordtest.Message
-	w.dc.WaitFor(w.tb, func() bool {
-		for _, m := range w.dc.Messages(thread) {
-			if m.AuthorID == w.dc.BotUserID() && m.Reference != nil && m.Reference.MessageID == msg.ID {
-				reply = m
-				return true
-			}
+	reply := w.replyTo(thread, msg, "a reply to "+text)
+	return reply.Timestamp.Sub(before), modelTime(w.ai.Requests(), before, reply.Timestamp)
+}
+
+// replyTo waits for the first part of the bot's reply to msg.
+func (w *world) replyTo(thread string, msg discordfake.Message, what string) discordfake.Message {
+	var reply discordfake.Message
+	w.wait(func() bool {
+		if r := e2e.Reply(w.dc, thread, msg); len(r) > 0 {
+			reply = r[0]
+			return true
 		}
 		return false
-	}, "a reply to "+text)
-	return reply.Timestamp.Sub(before), modelTime(w.ai.Requests(), before, reply.Timestamp)
+	}, what)
+	return reply
 }
 
 // modelTime is the length of the union of the intervals during which the

@@ -124,10 +124,12 @@ func TestFetchRefused(t *testing.T) {
 		{"scheme", allowOne, "ftp://127.0.0.1/", "only http:// and https://"},
 	}
 	for _, tc := range tests {
-		_, err := tc.f.Fetch(t.Context(), tc.url)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.f.Fetch(t.Context(), tc.url)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
+			}
+		})
 	}
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the server's secret was fetched %d times, want 0", n)

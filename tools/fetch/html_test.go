@@ -26,8 +26,10 @@ func TestHTMLText(t *testing.T) {
 		{"unclosed", "<p>open <b>bold", "open bold"},
 	}
 	for _, tc := range tests {
-		if got := fetch.HTMLText(strings.NewReader(tc.html)); got != tc.want {
-			t.Errorf("%s: got\n%q\nwant\n%q", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fetch.HTMLText(strings.NewReader(tc.html)); got != tc.want {
+				t.Errorf("%s: got\n%q\nwant\n%q", tc.name, got, tc.want)
+			}
+		})
 	}
 }
