@@ -133,3 +133,21 @@ func TestModelShowsTheWholeRequestBeforeTheDecision(t *testing.T) {
 		t.Errorf("a decided request still waits:\n%s", view)
 	}
 }
+
+// A note under the input (/help, an error) wraps to the terminal's width
+// instead of running off its edge.
+func TestModelWrapsItsNote(t *testing.T) {
+	t.Parallel()
+	mdl := newModel(context.Background(), nil, NewMessenger(), Options{}, lipgloss.NewRenderer(&strings.Builder{}))
+	mdl.setWidth(40)
+	mdl.note = Help
+	view := mdl.View()
+	for _, line := range strings.Split(view, "\n") {
+		if w := lipgloss.Width(line); w > 40 {
+			t.Errorf("a line of %d columns in a 40-column terminal: %q", w, line)
+		}
+	}
+	if flat := strings.Join(strings.Fields(view), " "); !strings.Contains(flat, "decide a request") {
+		t.Errorf("the help lost words:\n%s", view)
+	}
+}

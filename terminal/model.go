@@ -564,7 +564,7 @@ func (m *model) View() string {
 		b.WriteString(m.input.View() + "\n")
 	}
 	if m.note != "" {
-		b.WriteString(m.st.faint.Render(m.note) + "\n")
+		b.WriteString(m.st.faint.Width(max(m.width-2, 20)).Render(m.note) + "\n")
 	}
 	return b.String()
 }

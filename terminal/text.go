@@ -31,7 +31,7 @@ func Clean(text string) string {
 var (
 	userMention    = regexp.MustCompile(`<@!?([A-Za-z0-9_-]+)>`)
 	roleMention    = regexp.MustCompile(`<@&[0-9]+>`)
-	channelMention = regexp.MustCompile(`<#[0-9]+>`)
+	channelMention = regexp.MustCompile(`<#([A-Za-z0-9_-]+)>`)
 	timestamp      = regexp.MustCompile(`<t:(-?[0-9]{1,13})(?::([tTdDfFR]))?>`)
 	slashCallon    = regexp.MustCompile("`/callon( [^`]*)?`")
 )
@@ -40,6 +40,8 @@ var (
 type Words struct {
 	// Names gives a person's name for a user id; "" makes "someone".
 	Names func(id string) string
+	// Channels gives a channel's name for its id; "" makes "a channel".
+	Channels func(id string) string
 	Now   func() time.Time
 	Loc   *time.Location // nil: local time
 }
@@ -60,7 +62,15 @@ func (w Words) Translate(text string) string {
 		return "someone"
 	})
 	text = roleMention.ReplaceAllString(text, "a role")
-	text = channelMention.ReplaceAllString(text, "a channel")
+	text = channelMention.ReplaceAllStringFunc(text, func(m string) string {
+		id := channelMention.FindStringSubmatch(m)[1]
+		if w.Channels != nil {
+			if n := w.Channels(id); n != "" {
+				return n
+			}
+		}
+		return "a channel"
+	})
 	text = timestamp.ReplaceAllStringFunc(text, func(m string) string {
 		g := timestamp.FindStringSubmatch(m)
 		sec, err := strconv.ParseInt(g[1], 10, 64)

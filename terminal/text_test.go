@@ -33,6 +33,11 @@ func TestTranslate(t *testing.T) {
 			return "you"
 		}
 		return ""
+	}, Channels: func(id string) string {
+		if id == "terminal" {
+			return "the terminal"
+		}
+		return ""
 	}, Now: func() time.Time { return now }, Loc: time.UTC}
 	at := now.Add(30 * time.Minute).Unix()
 	for _, c := range []struct{ in, want string }{
@@ -40,6 +45,7 @@ func TestTranslate(t *testing.T) {
 		{"undecided <t:" + itoa(at) + ":R>", "undecided in 30 minutes"},
 		{"at <t:" + itoa(at) + ":t> on <t:" + itoa(at) + ":D>", "at 12:30 on 26 November 2026"},
 		{"ping <@!123> and <@&456> in <#789>", "ping someone and a role in a channel"},
+		{"The teams of <#terminal> keep no notes.", "The teams of the terminal keep no notes."},
 		{"This thread is archived; start a new team with `/callon`.", "Start another team with `callon chat --goal \"…\"`."},
 		{"Use `/callon goal: x` to start", "Use `callon chat --goal \"…\"` to start"},
 		{"not <t:abc:R> a time", "not <t:abc:R> a time"},

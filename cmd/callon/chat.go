@@ -214,7 +214,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		loops.Go(func() error { return run(lctx) })
 	}
 	team := &chatTeam{sess: sess, svc: svc, cmds: cmds, approvals: approvals, store: st, memory: master.NewMemoryAdmin(st)}
-	opt := terminal.Options{Intro: banner(f, sess, logPath), Recent: recent, Pending: pending, Words: terminal.Words{Names: chatNames}}
+	opt := terminal.Options{Intro: banner(f, sess, logPath), Recent: recent, Pending: pending, Words: terminal.Words{Names: chatNames, Channels: chatChannels}}
 	var outcome terminal.Outcome
 	if ui != nil {
 		outcome, err = ui.run(lctx, team, out, opt)
@@ -286,6 +286,14 @@ func banner(f chatFlags, sess master.Session, logPath string) []string {
 		lines = append(lines, "Log: "+logPath)
 	}
 	return lines
+}
+
+// chatChannels names the channel of terminal teams (their notes', say).
+func chatChannels(id string) string {
+	if id == chatGuild {
+		return "the terminal"
+	}
+	return ""
 }
 
 // chatNames names the people a terminal team mentions.
