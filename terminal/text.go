@@ -42,8 +42,8 @@ type Words struct {
 	Names func(id string) string
 	// Channels gives a channel's name for its id; "" makes "a channel".
 	Channels func(id string) string
-	Now   func() time.Time
-	Loc   *time.Location // nil: local time
+	Now      func() time.Time
+	Loc      *time.Location // nil: local time
 }
 
 // Translate returns text (cleaned) with Discord's markup in terminal

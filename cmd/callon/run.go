@@ -24,8 +24,9 @@ Usage:
                       check everything a first run needs: the configuration,
                       the database, Discord, the model server and the tools;
                       each line ✓ or ✗ with the fix
-  callon chat --goal "…" [--channel-roles FILE]
-                      talk to a team in the terminal (no Discord needed)
+  callon chat --goal "…" | --resume | --demo
+                      talk to a team in the terminal (no Discord needed;
+                      --demo needs no model either: try it first)
   callon eval [--role master|worker] [--master-model M] [--cases …] [--json]
                       measure a model on callon's situations, graded
                       structurally (no database, no Discord); see
