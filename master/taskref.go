@@ -12,4 +12,8 @@ type TaskRef struct {
 type Completion struct {
 	Task    TaskRef
 	Outcome Outcome
+	// SessionID is the task's session, when the caller knows it: the
+	// store may then hand the completion's wake to this process's own
+	// listeners at once. It decides nothing else (the row does).
+	SessionID int64
 }

@@ -172,3 +172,23 @@ func (s *Store) NotifyCommitted(ctx context.Context, sessionID int64, rollback b
 
 // ForgetHoldSweep makes the next SweepExpired look for expired holds.
 func ForgetHoldSweep(s *Store) { s.holdSweep.Store(0) }
+
+// HoldTogether grants or refuses holds as one group write would, and
+// SettleTogether settles as one.
+func HoldTogether(s *Store, ctx context.Context, hs []master.Hold) ([]master.Held, []error) {
+	rs := s.holdTogether(ctx, hs)
+	held, errs := make([]master.Held, len(rs)), make([]error, len(rs))
+	for i, r := range rs {
+		held[i], errs[i] = r.held, r.err
+	}
+	return held, errs
+}
+
+// SettleTogether settles holds with their usage in one statement.
+func SettleTogether(s *Store, ctx context.Context, ids []int64, us []master.Usage) []error {
+	ss := make([]settlement, len(ids))
+	for i, id := range ids {
+		ss[i] = settlement{ID: id, P: us[i].PromptTokens, C: us[i].CompletionTokens, Model: us[i].Model}
+	}
+	return s.settleTogether(ctx, ss)
+}

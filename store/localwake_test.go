@@ -1,11 +1,16 @@
 package store_test
 
 import (
+	"errors"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/callonbot/callon/master"
 	"github.com/callonbot/callon/store"
+	"github.com/callonbot/callon/store/storetest"
 )
 
 // A wake the store commits itself reaches its listener's subscribers at
@@ -79,5 +84,119 @@ func TestGroupedOutcomesWakeAtCommit(t *testing.T) {
 		}
 	default:
 		t.Fatal("no wake when CompleteTasks returned: it must be handed over at commit")
+	}
+}
+
+// Done outcomes whose sessions are known are written in one statement
+// that sends their wakes itself: each session's says what changed ("t"
+// when a queued task waited on these, "m" once its round has ended), the
+// wakes reach this process's listeners when CompleteTasks returns, once
+// (the NOTIFY's copy is skipped: the marker sent after comes next), and
+// a stale outcome among them is refused as in a transaction.
+func TestDoneOutcomesWakeInTheirStatement(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	s1, s2 := w.session(), w.session()
+	_, ids1 := w.enqueue(s1, task("a", "1"), task("b", "2", 0))
+	w.enqueue(s2, task("c", "3"))
+	claimed := w.claim("w", 10)
+	if len(claimed) != 2 || claimed[0].ID != ids1[0] {
+		t.Fatalf("claimed %+v, want a and c (b waits for a)", claimed)
+	}
+	a, c := claimed[0], claimed[1]
+	raw, err := w.pool.Acquire(w.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Release()
+	if _, err := raw.Exec(w.ctx, "LISTEN "+store.WakeChannel); err != nil {
+		t.Fatal(err)
+	}
+	_, wake := w.listen()
+	idle, unsubscribe := w.store.NewListener().Subscribe() // never Run: only a local wake reaches it
+	defer unsubscribe()
+
+	stale := ref(c)
+	stale.Attempt++
+	errs := w.store.CompleteTasks(w.ctx, []master.Completion{
+		{Task: ref(a), Outcome: master.Outcome{State: master.TaskDone, Result: "A"}, SessionID: s1},
+		{Task: stale, Outcome: master.Outcome{State: master.TaskDone, Result: "late"}, SessionID: s2},
+	})
+	if errs[0] != nil || !errors.Is(errs[1], master.ErrStale) {
+		t.Fatalf("CompleteTasks: %v, want a written and the stale outcome refused", errs)
+	}
+	select {
+	case <-idle:
+	default:
+		t.Fatal("no local wake when CompleteTasks returned")
+	}
+	if got := recv(t, wake); got != strconv.FormatInt(s1, 10) {
+		t.Fatalf("got wake %q, want session %d's", got, s1)
+	}
+	if err := w.store.Notify(w.ctx, "marker"); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, wake); got != "marker" {
+		t.Fatalf("after the local wake: got %q, want the marker (the NOTIFY's copy must be skipped)", got)
+	}
+
+	// Then c, ending its round, and b (claimable now), ending a's.
+	errs = w.store.CompleteTasks(w.ctx, []master.Completion{{Task: ref(c), Outcome: master.Outcome{State: master.TaskDone}, SessionID: s2}})
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	b := w.claim("w", 10)
+	if len(b) != 1 || b[0].ID != ids1[1] {
+		t.Fatalf("claimed %+v, want b", b)
+	}
+	if errs = w.store.CompleteTasks(w.ctx, []master.Completion{{Task: ref(b[0]), Outcome: master.Outcome{State: master.TaskDone}, SessionID: s1}}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	var got []string
+	for len(got) < 4 {
+		n, err := raw.Conn().WaitForNotification(w.ctx)
+		if err != nil {
+			t.Fatalf("wait for a wake: %v", err)
+		}
+		got = append(got, n.Payload)
+	}
+	want := []string{"t:" + itoa(s1), "marker", "m:" + itoa(s2), "m:" + itoa(s1)}
+	if !slices.Equal(got, want) {
+		t.Errorf("NOTIFYs %q, want %q", got, want)
+	}
+}
+
+// A done outcome whose session is known costs one statement: no begin,
+// no separate NOTIFY, no commit.
+func TestADoneOutcomeIsOneStatement(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var stmts []string
+	st, err := store.Open(t.Context(), storetest.URL(t), nil, store.WithStatementLog(func(sql string) {
+		mu.Lock()
+		stmts = append(stmts, strings.Join(strings.Fields(sql), " "))
+		mu.Unlock()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	w := &world{t: t, ctx: t.Context(), store: st, pool: store.Pool(st)}
+	s := w.session()
+	w.enqueue(s, task("a", "1"))
+	claimed := w.claim("w", 10)
+	mu.Lock()
+	stmts = nil
+	mu.Unlock()
+	if errs := st.CompleteTasks(w.ctx, []master.Completion{{Task: ref(claimed[0]), Outcome: master.Outcome{State: master.TaskDone}, SessionID: s}}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(stmts) != 1 {
+		t.Errorf("completing a done task took %d statements, want 1: %q", len(stmts), stmts)
 	}
 }

@@ -22,13 +22,11 @@ var (
 const noteJSON = `json_build_object('id', n.id, 'guild', n.guild_id, 'channel', n.channel_id, 'text', n.text,
 	'author', n.author_id, 'session', n.session_id, 'turn', n.turn_id, 'created', n.created_at, 'updated', n.updated_at)`
 
-// sessionNotesSQL is a session, as sessionColumns reads it, with its
-// channel's notes when it has memory (NULL when not): TurnReads's
-// statement for the session, so memory costs no statement of its own.
-const sessionNotesSQL = `SELECT ` + sessionColumns + `,
-	CASE WHEN s.memory THEN (SELECT coalesce(json_agg(` + noteJSON + ` ORDER BY n.id), '[]')
-		FROM channel_notes n WHERE n.guild_id = s.guild_id AND n.channel_id = s.channel_id) END
-	FROM sessions s WHERE s.id = $1`
+// sessionNotesColumn is a select item over a session s: its channel's
+// notes when it has memory (NULL when not). TurnReads's statement for the
+// session reads it, so memory costs no statement of its own.
+const sessionNotesColumn = `CASE WHEN s.memory THEN (SELECT coalesce(json_agg(` + noteJSON + ` ORDER BY n.id), '[]')
+		FROM channel_notes n WHERE n.guild_id = s.guild_id AND n.channel_id = s.channel_id) END`
 
 // taskNotesSQL is a select item, over a session s, reading the notes whose
 // ids are in ids (an expression: a task's note_ids) that s's channel

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -77,6 +78,135 @@ func (s *Store) CompleteTasks(ctx context.Context, cs []master.Completion) []err
 	return errs
 }
 
+// completeCTEs write a batch of outcomes ($1, the jsonb list; $2, their
+// task ids): input, locked (the rows still running under their attempt,
+// locked in id order, so that two batches, or a batch and a lease
+// extension, which skips locked rows anyway, never deadlock), ended (the
+// rows written), signalled (their signals) and rounds (the rounds they
+// were of).
+const completeCTEs = `
+		WITH input AS (
+			SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt int, state text, result text,
+				error text, question text, kind text, payload jsonb)
+		), locked AS (
+			-- id = ANY ($2) too: the rows are found by their key, however
+			-- the planner estimates the list's length.
+			SELECT t.id FROM tasks t JOIN input i ON i.id = t.id
+			WHERE t.id = ANY ($2) AND t.state = 'running' AND t.attempt = i.attempt
+			ORDER BY t.id
+			FOR UPDATE OF t
+		), ended AS (
+			UPDATE tasks t
+			SET state = i.state, result = nullif(i.result, ''), error = nullif(i.error, ''),
+			    qa = CASE WHEN i.state = 'need_info'
+			              THEN t.qa || jsonb_build_array(jsonb_build_object('q', i.question, 'a', ''))
+			              ELSE t.qa END,
+			    lease_until = NULL, ended_at = now(), updated_at = now()
+			FROM locked l JOIN input i ON i.id = l.id
+			WHERE t.id = ANY ($2) AND t.id = l.id AND t.state = 'running' AND t.attempt = i.attempt
+			RETURNING t.id, t.session_id, t.turn_id, t.round, i.kind, i.payload
+		), signalled AS (
+			INSERT INTO signals (session_id, task_id, kind, payload)
+			SELECT e.session_id, e.id, e.kind, e.payload FROM ended e ORDER BY e.id
+		), rounds AS (
+			SELECT DISTINCT turn_id, round FROM ended
+		)
+`
+
+// completeAloneSQL is completeCTEs in one statement, for outcomes that are
+// all done (nothing to cancel after them): the wakes go out in it too,
+// per session touched, "m" once its round has ended and "t" when a queued
+// task waited on these ($3 is the channel). It returns each row written,
+// with its session's payload ("" for none).
+const completeAloneSQL = completeCTEs + `, flags AS (
+			SELECT EXISTS (SELECT 1 FROM tasks d JOIN rounds r ON d.turn_id = r.turn_id AND d.round = r.round
+			               WHERE d.state = 'queued' AND d.depends_on && ARRAY(SELECT id FROM ended)) AS unblocked
+		), per AS (
+			SELECT e.session_id,
+			       bool_or(NOT EXISTS (SELECT 1 FROM tasks x WHERE x.turn_id = e.turn_id AND x.round = e.round
+			                           AND x.state IN ('queued', 'running', 'approval') AND x.id NOT IN (SELECT id FROM ended))) AS round_ended
+			FROM ended e GROUP BY e.session_id
+		), payloads AS (
+			SELECT per.session_id, CASE WHEN per.round_ended OR f.unblocked
+			       THEN CASE WHEN per.round_ended THEN 'm' ELSE '' END || CASE WHEN f.unblocked THEN 't' ELSE '' END
+			            || ':' || per.session_id
+			       ELSE '' END AS payload
+			FROM per, flags f
+		), woken AS (
+			SELECT pg_notify($3, p.payload) FROM payloads p WHERE p.payload <> ''
+		)
+		SELECT e.id, p.payload, (SELECT count(*) FROM woken)
+		FROM ended e JOIN payloads p ON p.session_id = e.session_id`
+
+// wakeSessions returns the sessions of the outcomes cs[i], i in idx, when
+// they can be written by completeAlone: every outcome done, and every
+// session known, at most maxWakes of them.
+func wakeSessions(cs []master.Completion, idx []int) ([]int64, bool) {
+	var sessions []int64
+	for _, i := range idx {
+		c := cs[i]
+		if c.Outcome.State != master.TaskDone || c.SessionID == 0 {
+			return nil, false
+		}
+		if !slices.Contains(sessions, c.SessionID) {
+			sessions = append(sessions, c.SessionID)
+		}
+	}
+	return sessions, len(sessions) <= maxWakes
+}
+
+// completeAlone writes done outcomes in one statement (completeAloneSQL):
+// one round trip and one commit, its wakes sent in it. Each payload the
+// statement may send for sessions is expected beforehand, so that the
+// ones it sent are handed to this process's listeners at once and their
+// copies skipped, as a transaction's are (see localWakes).
+func (s *Store) completeAlone(ctx context.Context, input []byte, ids, sessions []int64) (map[int64]bool, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("complete tasks: %w", err)
+	}
+	defer conn.Release()
+	pid := conn.Conn().PgConn().PID()
+	var expected []expectedWake
+	for _, sid := range sessions {
+		for _, k := range []Kinds{WakeMaster, WakeTasks, WakeMaster + WakeTasks} {
+			expected = append(expected, s.wakes.expect(pid, payloadOf(k, strconv.FormatInt(sid, 10))))
+		}
+	}
+	written := make(map[int64]bool, len(ids))
+	var sent []string
+	rows, err := conn.Query(ctx, completeAloneSQL, input, ids, WakeChannel)
+	if err == nil {
+		var id int64
+		var payload string
+		var n int
+		_, err = pgx.ForEachRow(rows, []any{&id, &payload, &n}, func() error {
+			written[id] = true
+			// A payload of a session not expected (a completion whose
+			// SessionID was wrong) reaches this process by its listener.
+			if payload != "" && !slices.Contains(sent, payload) &&
+				slices.ContainsFunc(expected, func(e expectedWake) bool { return e.payload == payload }) {
+				sent = append(sent, payload)
+			}
+			return nil
+		})
+	}
+	for _, e := range expected {
+		if err != nil || !slices.Contains(sent, e.payload) {
+			s.wakes.forget(e)
+		}
+	}
+	if err != nil {
+		// It may have committed all the same (the connection broke): the
+		// NOTIFYs then come through the listener, no longer skipped.
+		return nil, fmt.Errorf("complete tasks: %w", err)
+	}
+	for _, p := range sent {
+		s.wakes.deliver(p)
+	}
+	return written, nil
+}
+
 // completeBatch writes the outcomes cs[i] for i in idx (none with a
 // handoff, all valid, distinct tasks) in one transaction, and returns the
 // ids of the tasks it ended; the others were not running under their
@@ -93,7 +223,9 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 		Payload  json.RawMessage `json:"payload"`
 	}
 	rows := make([]row, 0, len(idx))
+	ids := make([]int64, 0, len(idx))
 	for _, i := range idx {
+		ids = append(ids, cs[i].Task.ID)
 		c := cs[i]
 		kind, payload, err := outcomeSignal(c.Outcome)
 		if err != nil {
@@ -108,43 +240,23 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 		return nil, err
 	}
 
+	if sessions, ok := wakeSessions(cs, idx); ok {
+		return s.completeAlone(ctx, input, ids, sessions)
+	}
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("complete tasks: %w", err)
 	}
 	defer rollback(ctx, tx)
-	// Rows are locked in id order, so that two batches (or a batch and a
-	// lease extension, which skips locked rows anyway) never deadlock.
-	res, err := tx.Query(ctx, `
-		WITH input AS (
-			SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt int, state text, result text,
-				error text, question text, kind text, payload jsonb)
-		), locked AS (
-			SELECT t.id FROM tasks t JOIN input i ON i.id = t.id
-			WHERE t.state = 'running' AND t.attempt = i.attempt
-			ORDER BY t.id
-			FOR UPDATE OF t
-		), ended AS (
-			UPDATE tasks t
-			SET state = i.state, result = nullif(i.result, ''), error = nullif(i.error, ''),
-			    qa = CASE WHEN i.state = 'need_info'
-			              THEN t.qa || jsonb_build_array(jsonb_build_object('q', i.question, 'a', ''))
-			              ELSE t.qa END,
-			    lease_until = NULL, ended_at = now(), updated_at = now()
-			FROM locked l JOIN input i ON i.id = l.id
-			WHERE t.id = l.id AND t.state = 'running' AND t.attempt = i.attempt
-			RETURNING t.id, t.session_id, t.turn_id, t.round, i.kind, i.payload
-		), signalled AS (
-			INSERT INTO signals (session_id, task_id, kind, payload)
-			SELECT e.session_id, e.id, e.kind, e.payload FROM ended e ORDER BY e.id
-		)
-		SELECT e.id, e.session_id,
-		       -- Workers need waking only for tasks that waited on these,
-		       EXISTS (SELECT 1 FROM tasks d WHERE d.state = 'queued' AND d.depends_on && ARRAY(SELECT id FROM ended)),
+	res, err := tx.Query(ctx, completeCTEs+`		SELECT e.id, e.session_id,
+		       -- Workers need waking only for tasks that waited on these (a
+		       -- task depends only on tasks of its own turn and round),
+		       EXISTS (SELECT 1 FROM tasks d JOIN rounds r ON d.turn_id = r.turn_id AND d.round = r.round
+		               WHERE d.state = 'queued' AND d.depends_on && ARRAY(SELECT id FROM ended)),
 		       -- and the master only once its round has ended.
 		       NOT EXISTS (SELECT 1 FROM tasks x WHERE x.turn_id = e.turn_id AND x.round = e.round
 		                   AND x.state IN ('queued', 'running', 'approval') AND x.id NOT IN (SELECT id FROM ended))
-		FROM ended e`, input)
+		FROM ended e`, input, ids)
 	if err != nil {
 		return nil, fmt.Errorf("complete tasks: %w", err)
 	}

@@ -244,3 +244,68 @@ func TestLostHoldsAreSettledAtWorstCase(t *testing.T) {
 		t.Errorf("GuildSpend = %+v, %v", gs, err)
 	}
 }
+
+// Holds asked for together are decided one after another in one write:
+// each sees the holds granted before it, so a group overshoots a budget
+// by one hold at most, as holds made one by one do; a refusal says
+// whether calls in flight stand in its way, and one hold's problem (a
+// session that is gone) is its own. Settled together, each is charged
+// what its own call used.
+func TestHoldsTogetherAreDecidedInTurn(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	a, b := w.startSession(), w.startSession()
+	budget := master.Budget{SessionTokens: 250, GuildDailyTokens: 1000}
+	hold := func(session int64) master.Hold {
+		return master.Hold{SessionID: session, Model: "m", PromptTokens: 70, CompletionTokens: 30, Owner: "p", Budget: budget}
+	}
+	// b first in the list, a's in between: the group sorts them by session.
+	hs := []master.Hold{hold(b.ID), hold(a.ID), hold(a.ID), hold(b.ID), hold(a.ID), hold(a.ID), hold(1 << 40)}
+	held, errs := store.HoldTogether(w.store, w.ctx, hs)
+	var granted [2]int
+	for i, err := range errs {
+		var be *master.BudgetError
+		switch {
+		case i == len(hs)-1:
+			if !errors.Is(err, master.ErrNotFound) {
+				t.Errorf("the hold of a session that is gone: %v, want ErrNotFound", err)
+			}
+		case err == nil && held[i].ID > 0:
+			granted[map[int64]int{a.ID: 0, b.ID: 1}[hs[i].SessionID]]++
+		case errors.As(err, &be) && be.Busy() && hs[i].SessionID == a.ID:
+		default:
+			t.Errorf("hold %d (session %d): %+v, %v", i, hs[i].SessionID, held[i], err)
+		}
+	}
+	// 250 tokens: holds of 100 are granted while used+held < 250: three.
+	if granted != [2]int{3, 2} {
+		t.Fatalf("granted %v holds of a and b, want 3 of a's 4 (its budget, overshot by one hold) and both of b's", granted)
+	}
+	if _, aHeld, _, gHeld := w.spent(a.ID); aHeld != 300 || gHeld != 500 {
+		t.Errorf("a holds %d and the guild %d, want 300 and 500", aHeld, gHeld)
+	}
+
+	var ids []int64
+	var us []master.Usage
+	for i, h := range held {
+		if h.ID > 0 {
+			ids = append(ids, h.ID)
+			us = append(us, master.Usage{PromptTokens: 10, CompletionTokens: int64(i), Model: "m2"})
+		}
+	}
+	ids = append(ids, 1<<40)
+	us = append(us, master.Usage{PromptTokens: 1})
+	errs = store.SettleTogether(w.store, w.ctx, ids, us)
+	for i, err := range errs {
+		if missing := i == len(ids)-1; missing != errors.Is(err, master.ErrNotFound) || (!missing && err != nil) {
+			t.Errorf("settlement %d: %v", i, err)
+		}
+	}
+	aUsed, aHeld, gUsed, gHeld := w.spent(a.ID)
+	bUsed, bHeld, _, _ := w.spent(b.ID)
+	// a's holds were 1, 2, 4 in the list; b's 0 and 3.
+	if aUsed != 30+1+2+4 || bUsed != 20+0+3 || aHeld+bHeld+gHeld != 0 || gUsed != aUsed+bUsed {
+		t.Errorf("after settling: a used %d, b %d, guild %d; held %d/%d/%d: want each its own call's usage, nothing held",
+			aUsed, bUsed, gUsed, aHeld, bHeld, gHeld)
+	}
+}

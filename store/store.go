@@ -20,6 +20,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/callonbot/callon/internal/proc"
+	"github.com/callonbot/callon/master"
 )
 
 // Store is callon's Postgres store. It is safe for concurrent use.
@@ -31,6 +34,11 @@ type Store struct {
 	maxAttempts atomic.Int32 // see SetMaxAttempts
 	wakes       localWakes   // this process's own wakes, delivered at commit
 	holdSweep   atomic.Int64 // when SweepExpired last looked for expired holds (Unix ns)
+
+	// holds and settles write the holds and settlements of model calls
+	// asked for at the same time together (see HoldSpend, SettleSpend).
+	holds   proc.Group[master.Hold, holdResult]
+	settles proc.Group[settlement, error]
 }
 
 // pingTimeout bounds the connectivity check in Open.
@@ -88,8 +96,14 @@ func Open(ctx context.Context, databaseURL string, logger *slog.Logger, opts ...
 		pool.Close()
 		return nil, withHint(redact(fmt.Errorf("open store: ping: %w", err), secrets), err, &cfg.ConnConfig.Config)
 	}
-	return &Store{pool: pool, logger: logger.With("component", "store")}, nil
+	s := &Store{pool: pool, logger: logger.With("component", "store")}
+	s.holds = proc.Group[master.Hold, holdResult]{Max: maxHoldsTogether, Write: s.holdTogether}
+	s.settles = proc.Group[settlement, error]{Max: maxHoldsTogether, Write: s.settleTogether}
+	return s, nil
 }
+
+// maxHoldsTogether bounds the holds, or the settlements, written at once.
+const maxHoldsTogether = 64
 
 // querier runs statements: the pool, or a transaction, so that a read
 // can be part of a larger one.

@@ -235,9 +235,9 @@ func TestTaskInputCarriesRecordedCalls(t *testing.T) {
 	}
 }
 
-// A first attempt that depends on no task and was handed no file gets
-// its input with its claim, as TaskInput reads it; a task that depends on
-// another does not (its worker reads the results with TaskInput).
+// A first attempt that was handed no file gets its input with its claim,
+// as TaskInput reads it; a task that depends on others gets their results
+// too (what a worker reads of them: id, role, state, result, error).
 func TestClaimCarriesTheInput(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
@@ -259,7 +259,19 @@ func TestClaimCarriesTheInput(t *testing.T) {
 	if _, err := w.store.CompleteTask(w.ctx, claimed[0].ID, claimed[0].Attempt, master.Outcome{State: master.TaskDone, Result: "found"}); err != nil {
 		t.Fatal(err)
 	}
-	if next := w.claim("w", 10); len(next) != 1 || next[0].Input != nil {
-		t.Errorf("claimed %+v, want the dependent task without an input", next)
+	next := w.claim("w", 10)
+	if len(next) != 1 || next[0].Input == nil {
+		t.Fatalf("claimed %+v, want the dependent task with its input", next)
+	}
+	got = *next[0].Input
+	next[0].Input = nil
+	if want, err = w.store.TaskInput(w.ctx, next[0]); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range want.Deps {
+		want.Deps[i] = master.Task{ID: d.ID, Role: d.Role, State: d.State, Result: d.Result, Error: d.Error}
+	}
+	if len(got.Deps) != 1 || got.Deps[0].Result != "found" || !reflect.DeepEqual(got, want) {
+		t.Errorf("input with the claim %+v\nwant TaskInput's %+v", got, want)
 	}
 }

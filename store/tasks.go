@@ -200,16 +200,20 @@ func claimTasks(ctx context.Context, tx querier, scope master.Scope, workerID st
 			SELECT c.session_id, c.id, 'ACK', jsonb_build_object('worker', c.worker_id, 'attempt', c.attempt)
 			FROM claimed c
 		)
-		-- A first attempt that needs no other task's result and no file
-		-- gets its input with the claim (as TaskInput reads it).
+		-- A first attempt that needs no file gets its input with the
+		-- claim (as TaskInput reads it), the results of the tasks it
+		-- builds on included.
 		SELECT `+taskColumns+`, i.input
 		FROM claimed t LEFT JOIN LATERAL (
 			SELECT json_build_object('role', row_to_json(r), 'goal', s.goal, 'guild_id', s.guild_id,
 			       'notes', `+taskNotesSQL("t.note_ids")+`,
 			       'team', coalesce((SELECT json_agg(json_build_array(o.name, o.description) ORDER BY o.position, o.name)
-			                         FROM session_roles o WHERE o.session_id = s.id AND o.name <> t.role), '[]')) AS input
+			                         FROM session_roles o WHERE o.session_id = s.id AND o.name <> t.role), '[]'),
+			       'deps', (SELECT json_agg(json_build_object('id', d.id, 'role', d.role, 'state', d.state,
+			                       'result', coalesce(d.result, ''), 'error', coalesce(d.error, '')) ORDER BY d.id)
+			                FROM tasks d WHERE d.id = ANY (t.depends_on))) AS input
 			FROM sessions s JOIN session_roles r ON r.session_id = s.id AND r.name = t.role
-			WHERE s.id = t.session_id AND t.attempt = 1 AND t.depends_on = '{}' AND t.attachment_ids = '{}'
+			WHERE s.id = t.session_id AND t.attempt = 1 AND t.attachment_ids = '{}'
 		) i ON true
 		ORDER BY t.id`,
 		workerID, n, lease.Microseconds(), scope.Of(), scope.Attached)
@@ -244,6 +248,13 @@ func claimedInput(data []byte) (*master.TaskInput, error) {
 		GuildID string          `json:"guild_id"`
 		Notes   json.RawMessage `json:"notes"`
 		Team    [][2]string     `json:"team"`
+		Deps    []struct {
+			ID     int64            `json:"id"`
+			Role   string           `json:"role"`
+			State  master.TaskState `json:"state"`
+			Result string           `json:"result"`
+			Error  string           `json:"error"`
+		} `json:"deps"`
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, fmt.Errorf("task input: %w", err)
@@ -265,6 +276,9 @@ func claimedInput(data []byte) (*master.TaskInput, error) {
 	}
 	for _, m := range v.Team {
 		in.Team = append(in.Team, master.Role{Name: m[0], Description: m[1]})
+	}
+	for _, d := range v.Deps {
+		in.Deps = append(in.Deps, master.Task{ID: d.ID, Role: d.Role, State: d.State, Result: d.Result, Error: d.Error})
 	}
 	return in, nil
 }

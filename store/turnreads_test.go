@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -8,7 +9,8 @@ import (
 	"github.com/callonbot/callon/master"
 )
 
-// TurnReads's one round trip reads what the five reads it replaces read.
+// TurnReads's one round trip reads what the five reads it replaces read,
+// files with their bytes included.
 func TestTurnReadsMatchesTheSeparateReads(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
@@ -22,7 +24,15 @@ func TestTurnReadsMatchesTheSeparateReads(t *testing.T) {
 	if err := w.store.Finish(w.ctx, g, master.Finish{Kind: master.OutQuestion, State: master.TurnWaiting, Parts: []string{"Which one?"}}); err != nil {
 		t.Fatal(err)
 	}
-	second := w.recordWith(s, "m2", "", master.IncomingAttachment{ID: "a1", Filename: "notes.md", ContentType: "text/markdown", Size: 7})
+	second := w.recordWith(s, "m2", "", master.IncomingAttachment{ID: "a1", Filename: "notes.md", ContentType: "text/markdown", Size: 7},
+		master.IncomingAttachment{ID: "a2", Filename: "blob.png", ContentType: "image/png", Size: 256})
+	// One file stored, with every byte value (newlines, bytes that are
+	// not UTF-8), the other still pending (no data).
+	blob := make([]byte, 256)
+	for i := range blob {
+		blob[i] = byte(i)
+	}
+	w.exec(`UPDATE attachments SET state = 'stored', data = $2, size = 256 WHERE turn_id = $1 AND discord_id = 'a2'`, second.ID, blob)
 
 	got, err := w.store.TurnReads(w.ctx, s.ID, second.ID, 10)
 	if err != nil {
@@ -42,7 +52,7 @@ func TestTurnReadsMatchesTheSeparateReads(t *testing.T) {
 	if want.History, err = w.store.History(w.ctx, s.ID, second.ID, 10); err != nil {
 		t.Fatal(err)
 	}
-	if len(want.Attachments) != 1 || len(want.Roster) == 0 || len(want.History) != 1 || len(want.History[0].Results) != 1 {
+	if len(want.Attachments) != 2 || !bytes.Equal(want.Attachments[1].Data, blob) || len(want.Roster) == 0 || len(want.History) != 1 || len(want.History[0].Results) != 1 {
 		t.Fatalf("separate reads = %+v, want a file, a roster and an asked exchange with its result", want)
 	}
 	// The roster's statement also reads the roles' records: the first

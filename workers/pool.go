@@ -210,9 +210,7 @@ type Pool struct {
 
 	// ends gathers the outcomes to write, so that the outcomes of tasks
 	// ending together are written in one transaction (see end).
-	endMu    sync.Mutex
-	endQueue []*ending
-	ending   bool
+	ends *proc.Group[master.Completion, error]
 }
 
 // running is one task in flight.
@@ -230,7 +228,7 @@ func New(cfg Config, store Store, llm master.LLM, logger *slog.Logger) *Pool {
 		cfg.Metrics = noMetrics{}
 	}
 	log := logger.With("component", "workers", "worker_id", cfg.ID)
-	return &Pool{
+	p := &Pool{
 		cfg:     cfg,
 		store:   store,
 		meter:   master.Meter{Store: store, LLM: llm, MaxOutput: cfg.MaxOutput, Log: log},
@@ -240,6 +238,10 @@ func New(cfg Config, store Store, llm master.LLM, logger *slog.Logger) *Pool {
 
 		checkNow: make(chan struct{}, 1),
 	}
+	p.ends = &proc.Group[master.Completion, error]{Max: maxEnds, Write: func(ctx context.Context, cs []master.Completion) []error {
+		return p.store.CompleteTasks(ctx, cs)
+	}}
+	return p
 }
 
 // Causes of a task's cancellation, other than shutdown.

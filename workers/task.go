@@ -325,7 +325,7 @@ func (p *Pool) progress(ctx context.Context, r *running, pr progress, log *slog.
 func (p *Pool) complete(ctx context.Context, t master.Task, out master.Outcome, log *slog.Logger, start time.Time) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	err := p.end(wctx, master.Completion{Task: master.TaskRef{ID: t.ID, Attempt: t.Attempt}, Outcome: out})
+	err := p.end(wctx, master.Completion{Task: master.TaskRef{ID: t.ID, Attempt: t.Attempt}, Outcome: out, SessionID: t.SessionID})
 	switch {
 	case errors.Is(err, master.ErrStale):
 		log.Debug("task outcome is stale: the task was taken over", "state", out.State)

@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	tasks := fs.Int("tasks", 20000, "no-op tasks (jobs) per burn-down")
 	slotsFlag := fs.String("slots", "16,100", "comma-separated numbers of slots (callon) and workers (River) to compare at")
+	teams := fs.Int("teams", 100, "teams callon's tasks are spread over, in rounds of 25 (River's jobs belong to none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,12 +64,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		slots = append(slots, n)
 	}
-	fmt.Fprintf(stdout, "burn-down of %d no-op tasks · %s %s/%s · %d CPUs\n\n", *tasks, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	fmt.Fprintf(stdout, "burn-down of %d no-op tasks (callon's over %d teams) · %s %s/%s · %d CPUs\n\n", *tasks, *teams, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	fmt.Fprintf(stdout, "%6s %14s %14s %7s  %s\n", "slots", "callon task/s", "River job/s", "ratio", "target ≥ 0.5×")
 	for _, n := range slots {
 		fmt.Fprintf(stderr, "river: callon with %d slots…\n", n)
 		sizes := bench.QuickSizes()
-		sizes.BurnTasks, sizes.BurnSlots = *tasks, n
+		sizes.BurnTasks, sizes.BurnSlots, sizes.BurnTeams = *tasks, n, *teams
 		rep, err := bench.Run(ctx, bench.Deps{DatabaseURL: dbURL}, sizes, []string{"burndown"})
 		if err != nil {
 			return err

@@ -128,6 +128,7 @@ func (o *benchOptions) declare(fs *flag.FlagSet, sizes *bench.Sizes) {
 	fs.IntVar(&sizes.PickupTasks, "pickup-tasks", sizes.PickupTasks, "tasks of the pickup stage")
 	fs.IntVar(&sizes.PickupRate, "pickup-rate", sizes.PickupRate, "tasks per second the pickup stage enqueues")
 	fs.IntVar(&sizes.BurnTasks, "burn-tasks", sizes.BurnTasks, "no-op tasks of the burn-down stage")
+	fs.IntVar(&sizes.BurnTeams, "burn-teams", sizes.BurnTeams, "teams the burn-down's tasks are spread over, in rounds of 25")
 	fs.IntVar(&sizes.ActiveSessions, "active-sessions", sizes.ActiveSessions, "sessions with a turn in flight at once")
 	fs.IntVar(&sizes.DormantSessions, "dormant-sessions", sizes.DormantSessions, "active sessions with nothing to do")
 	fs.IntVar(&sizes.Kills, "kills", sizes.Kills, "process deaths of the recovery stage")

@@ -45,6 +45,9 @@ type Sizes struct {
 	// a pool of BurnSlots slots (config.DefaultWorkerSlots when 0).
 	BurnTasks int `json:"burn_tasks"`
 	BurnSlots int `json:"burn_slots,omitempty"`
+	// BurnTeams is how many teams the burn-down's tasks are spread over,
+	// in rounds of at most 25 (1 when 0).
+	BurnTeams int `json:"burn_teams,omitempty"`
 	// ActiveSessions each have a turn in flight at once; DormantSessions
 	// are active teams with nothing to do.
 	ActiveSessions  int `json:"active_sessions"`
@@ -65,7 +68,7 @@ type Sizes struct {
 
 // DefaultSizes are the sizes of a default run: a few minutes on two cores.
 func DefaultSizes() Sizes {
-	return Sizes{Turns: 30, ContextTurns: 100, PickupTasks: 1000, PickupRate: 200, BurnTasks: 20000,
+	return Sizes{Turns: 30, ContextTurns: 100, PickupTasks: 1000, PickupRate: 200, BurnTasks: 20000, BurnTeams: 100,
 		ActiveSessions: 1000, DormantSessions: 10000, Kills: 10, RecoveryLatency: time.Second,
 		Outages: []time.Duration{90 * time.Second, 10 * time.Minute}, OutageTeams: 10, Shutdowns: 5}
 }
@@ -73,7 +76,7 @@ func DefaultSizes() Sizes {
 // QuickSizes are small sizes, for the smoke test: every stage runs and
 // reports samples in a few seconds.
 func QuickSizes() Sizes {
-	return Sizes{Turns: 2, ContextTurns: 6, PickupTasks: 10, PickupRate: 200, BurnTasks: 50,
+	return Sizes{Turns: 2, ContextTurns: 6, PickupTasks: 10, PickupRate: 200, BurnTasks: 50, BurnTeams: 2,
 		ActiveSessions: 5, DormantSessions: 20, Kills: 1, RecoveryLatency: 100 * time.Millisecond,
 		Outages: []time.Duration{2 * time.Second}, OutageTeams: 2, Shutdowns: 1}
 }

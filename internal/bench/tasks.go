@@ -55,24 +55,35 @@ func (tw *taskWorld) setup(ctx context.Context, url string) error {
 	if _, err := st.Migrate(ctx); err != nil {
 		return err
 	}
-	sess, err := st.StartSession(ctx, master.Session{GuildID: "1", ChannelID: "2", ThreadID: "3", OwnerID: "4", Goal: "bench"},
+	g, err := tw.team(ctx, 0)
+	if err != nil {
+		return err
+	}
+	tw.guard = g
+	return nil
+}
+
+// team starts the bench's team number n, with a turn whose master lease
+// the bench holds, and returns the guard to delegate under.
+func (tw *taskWorld) team(ctx context.Context, n int) (master.Guard, error) {
+	thread := strconv.Itoa(1000 + n)
+	sess, err := tw.st.StartSession(ctx, master.Session{GuildID: "1", ChannelID: "2", ThreadID: thread, OwnerID: "4", Goal: "bench"},
 		master.DefaultRoles(), "", "", master.SessionCaps{})
 	if err != nil {
-		return err
+		return master.Guard{}, err
 	}
-	if _, _, err := st.RecordTurn(ctx, master.Turn{SessionID: sess.ID, MessageID: "5", GuildID: "1", ChannelID: "3",
+	if _, _, err := tw.st.RecordTurn(ctx, master.Turn{SessionID: sess.ID, MessageID: strconv.Itoa(5000 + n), GuildID: "1", ChannelID: thread,
 		AuthorID: "4", Content: "go"}, master.Admission{}); err != nil {
-		return err
+		return master.Guard{}, err
 	}
-	if ok, err := st.AcquireMaster(ctx, sess.ID, benchOwner, time.Hour); err != nil || !ok {
-		return fmt.Errorf("acquire the master lease: %v", err)
+	if ok, err := tw.st.AcquireMaster(ctx, sess.ID, benchOwner, time.Hour); err != nil || !ok {
+		return master.Guard{}, fmt.Errorf("acquire the master lease: %v", err)
 	}
-	turn, err := st.OpenTurn(ctx, sess.ID)
+	turn, err := tw.st.OpenTurn(ctx, sess.ID)
 	if err != nil {
-		return err
+		return master.Guard{}, err
 	}
-	tw.guard = master.Guard{SessionID: sess.ID, TurnID: turn.ID, Round: turn.Round, Owner: benchOwner}
-	return nil
+	return master.Guard{SessionID: sess.ID, TurnID: turn.ID, Round: turn.Round, Owner: benchOwner}, nil
 }
 
 func (tw *taskWorld) close() {
@@ -86,14 +97,19 @@ func (tw *taskWorld) close() {
 
 // enqueue commits tasks numbered from..from+n-1 as the next round.
 func (tw *taskWorld) enqueue(ctx context.Context, from, n int) error {
+	return tw.enqueueAs(ctx, &tw.guard, from, n)
+}
+
+// enqueueAs commits tasks numbered from..from+n-1 as g's next round.
+func (tw *taskWorld) enqueueAs(ctx context.Context, g *master.Guard, from, n int) error {
 	tasks := make([]master.NewTask, n)
 	for i := range tasks {
 		tasks[i] = master.NewTask{Role: roles[i%len(roles)], Instruction: "#" + strconv.Itoa(from+i) + "#"}
 	}
-	if _, err := tw.st.Delegate(ctx, tw.guard, tasks); err != nil {
+	if _, err := tw.st.Delegate(ctx, *g, tasks); err != nil {
 		return err
 	}
-	tw.guard.Round++
+	g.Round++
 	return nil
 }
 
@@ -225,11 +241,27 @@ func (b *bench) burndown(ctx context.Context) ([]StageResult, error) {
 	}
 	defer tw.close()
 	n := b.sizes.BurnTasks
-	const batch = 500
-	for i := 0; i < n; i += batch {
-		if err := tw.enqueue(ctx, i, min(batch, n-i)); err != nil {
+	// The tasks of a busy deployment: BurnTeams teams (the first is the
+	// world's), each given rounds as a master delegates them, at most 25
+	// tasks each (the store's bound on a round), in turn.
+	guards := []*master.Guard{&tw.guard}
+	for i := 1; i < cmp.Or(b.sizes.BurnTeams, 1); i++ {
+		g, err := tw.team(ctx, i)
+		if err != nil {
 			return nil, err
 		}
+		guards = append(guards, &g)
+	}
+	const batch = 25
+	for i, r := 0, 0; i < n; i, r = i+batch, r+1 {
+		if err := tw.enqueueAs(ctx, guards[r%len(guards)], i, min(batch, n-i)); err != nil {
+			return nil, err
+		}
+	}
+	// Statistics as autovacuum would have them by now: a fresh database
+	// filled a moment ago is otherwise planned as if it were empty.
+	if err := tw.st.Analyze(ctx); err != nil {
+		return nil, err
 	}
 	began := time.Now()
 	slots := cmp.Or(b.sizes.BurnSlots, config.DefaultWorkerSlots)
@@ -240,6 +272,7 @@ func (b *bench) burndown(ctx context.Context) ([]StageResult, error) {
 	}
 	took := time.Since(began)
 	return []StageResult{{Name: "burndown", Samples: n,
-		What:   fmt.Sprintf("no-op tasks through the real pool's claims and completions (%d slots, instant model)", slots),
+		What: fmt.Sprintf("no-op tasks through the real pool's claims, model-call holds and completions (%d slots, %d teams, instant model)",
+			slots, cmp.Or(b.sizes.BurnTeams, 1)),
 		Values: []Value{{"throughput", float64(n) / took.Seconds(), "tasks/s"}, {"took", took.Seconds(), "s"}}}}, nil
 }
