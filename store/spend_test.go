@@ -10,6 +10,7 @@ import (
 
 	"github.com/callonbot/callon/master"
 	"github.com/callonbot/callon/store"
+	"github.com/callonbot/callon/store/storetest"
 )
 
 // charge holds a call of u's size for session and settles it to u.
@@ -140,6 +141,28 @@ func TestHoldCountsMasterCalls(t *testing.T) {
 func TestConcurrentCallsOvershootByOneHoldAtMost(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
+	overshootByOneHold(t, w, w.store)
+}
+
+// Two processes' workers holding and settling at once, in one guild, over
+// the same teams: their groups of holds lock sessions and guild days in
+// the same order as everything else does, so they do not deadlock (or,
+// if Postgres says they did, are asked for one by one), and the bounds
+// hold across both.
+func TestTwoProcessesOvershootByOneHoldAtMost(t *testing.T) {
+	t.Parallel()
+	u := storetest.URL(t)
+	a := storetest.Open(t, u)
+	w := &world{t: t, ctx: t.Context(), store: a, pool: store.Pool(a)}
+	overshootByOneHold(t, w, a, storetest.Open(t, u))
+}
+
+// overshootByOneHold runs workers of four teams of one guild through the
+// stores given (each a process), every call holding then settling, until
+// the budgets refuse them: each team's spend and the guild's exceed
+// their budgets by one hold at most, and the guild is charged exactly
+// what the calls used.
+func overshootByOneHold(t *testing.T, w *world, stores ...*store.Store) {
 	const (
 		teams, workers = 4, 5
 		teamBudget     = 1000
@@ -155,10 +178,11 @@ func TestConcurrentCallsOvershootByOneHoldAtMost(t *testing.T) {
 	var mu sync.Mutex
 	var spentByCalls int64
 	for _, sid := range sessions {
-		for range workers {
+		for i := range workers {
+			st := stores[i%len(stores)]
 			wg.Go(func() {
 				for {
-					held, err := w.store.HoldSpend(w.ctx, master.Hold{SessionID: sid, Model: "m", PromptTokens: 100,
+					held, err := st.HoldSpend(w.ctx, master.Hold{SessionID: sid, Model: "m", PromptTokens: 100,
 						CompletionTokens: 50, Owner: "p", Budget: budget})
 					var be *master.BudgetError
 					switch {
@@ -175,7 +199,7 @@ func TestConcurrentCallsOvershootByOneHoldAtMost(t *testing.T) {
 					mu.Lock()
 					spentByCalls += u.Total()
 					mu.Unlock()
-					if err := w.store.SettleSpend(w.ctx, held.ID, u); err != nil {
+					if err := st.SettleSpend(w.ctx, held.ID, u); err != nil {
 						t.Error(err)
 						return
 					}
