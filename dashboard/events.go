@@ -114,11 +114,12 @@ func (h *hub) run(ctx context.Context, wake <-chan string, log *slog.Logger) err
 			}
 			waiting = now
 			fresh := newSignals(seen, c.Signals)
-			if first {
-				continue
-			}
 			sessions = append(sessions, fresh...)
-			all = c.Overflow
+			// The first read after someone started watching reports its
+			// look-back as known, not new: every stream is told to look
+			// again instead, so that a change made between a stream's
+			// start and this read, and woken for by no one, still shows.
+			all = c.Overflow || first
 		}
 		if !h.watched() || (len(sessions) == 0 && !all) {
 			continue
@@ -257,6 +258,12 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, v viewer) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	unsubscribe := d.hub.subscribe(s)
 	defer unsubscribe()
+	// The page was rendered before the stream began: what changed in
+	// between is fetched at once (unless a change is pending already).
+	select {
+	case s.ch <- struct{}{}:
+	default:
+	}
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

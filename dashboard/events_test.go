@@ -88,3 +88,38 @@ func TestNewSignalsReportsEachOnce(t *testing.T) {
 		t.Errorf("seen = %v: ids below the lowest read are never read again, want them forgotten", seen)
 	}
 }
+
+// changesStore is a Store whose Changes always returns the same signals.
+type changesStore struct {
+	guildStore
+	reads chan struct{} // one value per read
+}
+
+func (c changesStore) Changes(context.Context, int64) (Changes, error) {
+	select {
+	case c.reads <- struct{}{}:
+	default:
+	}
+	return Changes{Cursor: 7, Signals: []SignalRef{{ID: 7, SessionID: 1}}}, nil
+}
+
+// The hub's first read after someone starts watching holds only signals
+// it reports as known, yet one of them may be a change made after the
+// stream began that no wake announced: every stream is told to look
+// again.
+func TestFirstReadTellsEveryStream(t *testing.T) {
+	t.Parallel()
+	st := changesStore{guildStore: guildStore{guilds: map[int64]string{1: "A"}}, reads: make(chan struct{}, 1)}
+	h := newHub(st, time.Millisecond)
+	s := &sub{session: 2} // another team's stream: only "look again" reaches it
+	defer h.subscribe(s)()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.run(ctx, nil, nil) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-s.ch:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first read after the stream began told it nothing")
+	}
+}
