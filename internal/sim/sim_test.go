@@ -365,8 +365,26 @@ func (s *sequence) work() {
 		return
 	}
 	out := workerOutcome(s.rng, s.inquisitive, s.text)
-	if _, err := s.st.CompleteTask(s.ctx, tasks[0].ID, tasks[0].Attempt, out); err != nil && !errors.Is(err, master.ErrStale) {
-		s.fatalf("CompleteTask: %v", err)
+	if err := s.finish(tasks[0], out); err != nil && !errors.Is(err, master.ErrStale) {
+		s.fatalf("complete task: %v", err)
+	}
+}
+
+// finish writes a worker's outcome for t through one of the store's
+// paths, chosen at random: alone (CompleteTask), in a batch as the
+// worker pool writes it (CompleteTasks with the task's session: a done
+// outcome is then one statement), or in a batch without the session (a
+// transaction). Each must refuse a stale attempt alike.
+func (s *sequence) finish(t master.Task, out master.Outcome) error {
+	ref := master.TaskRef{ID: t.ID, Attempt: t.Attempt}
+	switch s.rng.IntN(3) {
+	case 0:
+		_, err := s.st.CompleteTask(s.ctx, t.ID, t.Attempt, out)
+		return err
+	case 1:
+		return s.st.CompleteTasks(s.ctx, []master.Completion{{Task: ref, Outcome: out, SessionID: t.SessionID}})[0]
+	default:
+		return s.st.CompleteTasks(s.ctx, []master.Completion{{Task: ref, Outcome: out}})[0]
 	}
 }
 
@@ -546,14 +564,14 @@ func (s *sequence) complete(t master.Task) {
 		s.fatalf("task %d: %v", t.ID, err)
 	}
 	current := state == string(master.TaskRunning) && attempt == t.Attempt
-	_, err := s.st.CompleteTask(s.ctx, t.ID, t.Attempt, workerOutcome(s.rng, s.inquisitive, s.text))
+	err := s.finish(t, workerOutcome(s.rng, s.inquisitive, s.text))
 	switch {
 	case err == nil && !current:
 		s.fatalf("a stale worker's outcome was accepted: task %d is %s under attempt %d, the worker claimed attempt %d", t.ID, state, attempt, t.Attempt)
 	case errors.Is(err, master.ErrStale) && current:
 		s.fatalf("task %d's worker was refused as stale while it still ran under its attempt %d", t.ID, t.Attempt)
 	case err != nil && !errors.Is(err, master.ErrStale):
-		s.fatalf("CompleteTask: %v", err)
+		s.fatalf("complete task: %v", err)
 	}
 }
 
@@ -573,9 +591,23 @@ func (s *sequence) settle() {
 			if len(tasks) == 0 {
 				break
 			}
+			if s.rng.IntN(2) == 0 {
+				// Together, as the pool writes outcomes that end at once.
+				cs := make([]master.Completion, len(tasks))
+				for i, t := range tasks {
+					cs[i] = master.Completion{Task: master.TaskRef{ID: t.ID, Attempt: t.Attempt},
+						Outcome: workerOutcome(s.rng, s.inquisitive, s.text), SessionID: t.SessionID}
+				}
+				for _, err := range s.st.CompleteTasks(s.ctx, cs) {
+					if err != nil && !errors.Is(err, master.ErrStale) {
+						s.fatalf("CompleteTasks: %v", err)
+					}
+				}
+				continue
+			}
 			for _, t := range tasks {
-				if _, err := s.st.CompleteTask(s.ctx, t.ID, t.Attempt, workerOutcome(s.rng, s.inquisitive, s.text)); err != nil && !errors.Is(err, master.ErrStale) {
-					s.fatalf("CompleteTask: %v", err)
+				if err := s.finish(t, workerOutcome(s.rng, s.inquisitive, s.text)); err != nil && !errors.Is(err, master.ErrStale) {
+					s.fatalf("complete task: %v", err)
 				}
 			}
 		}
