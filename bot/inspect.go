@@ -42,6 +42,9 @@ type GuildInfo struct{ ID, Name string }
 type ChannelAccess struct {
 	Name    string // "" when the channel could not be read
 	Missing []string
+	// Webhooks says whether the bot may manage the channel's webhooks,
+	// which worker personas need (a permission teams do not otherwise).
+	Webhooks bool
 }
 
 // RequiredPermissions are the permissions a team's channel must give the
@@ -133,6 +136,7 @@ func (in *Inspector) Access(ctx context.Context, guildID, channelID, botID strin
 		return a, inspectError("compute the bot's permissions", err)
 	}
 	a.Missing = PermissionNames(RequiredPermissions &^ m.Permissions)
+	a.Webhooks = m.Permissions&discordgo.PermissionManageWebhooks != 0
 	return a, nil
 }
 

@@ -61,12 +61,26 @@ func (s *Server) Webhooks(channelID string) []Webhook {
 }
 
 // DenyWebhooks takes Manage Webhooks away from the bot in a channel:
-// listing and creating its webhooks answer 403 Missing Permissions.
-// Executing a webhook needs no permission, as in Discord.
+// listing and creating its webhooks answer 403 Missing Permissions, and
+// the channel's overwrites deny it to the bot's role (what a permission
+// computed from them shows). Executing a webhook needs no permission, as
+// in Discord.
 func (s *Server) DenyWebhooks(channelID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.noWebhooks[channelID] = true
+	if c := s.channels[channelID]; c != nil {
+		role := s.guildLocked(c.guildID).botRole
+		o := Overwrite{ID: role, Deny: discordgo.PermissionManageWebhooks}
+		for i, x := range c.overwrites {
+			if x.ID == role && !x.Member {
+				o.Allow, o.Deny = x.Allow&^discordgo.PermissionManageWebhooks, x.Deny|discordgo.PermissionManageWebhooks
+				c.overwrites = append(c.overwrites[:i:i], c.overwrites[i+1:]...)
+				break
+			}
+		}
+		c.overwrites = append(c.overwrites, o)
+	}
 	s.notifyLocked()
 }
 

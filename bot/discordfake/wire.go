@@ -13,8 +13,10 @@ import (
 // rather than by marshalling discordgo's structs, so that a discordgo
 // assumption that does not hold on the wire shows up in tests.
 
-// botPermissions is what the bot may do in a channel it is not denied.
-const botPermissions = discordgo.PermissionViewChannel |
+// botPermissions is what the bot may do in a channel it is not denied
+// (Manage Webhooks too, until DenyWebhooks).
+const botPermissions = discordgo.PermissionManageWebhooks |
+	discordgo.PermissionViewChannel |
 	discordgo.PermissionSendMessages |
 	discordgo.PermissionSendMessagesInThreads |
 	discordgo.PermissionCreatePublicThreads |

@@ -58,6 +58,10 @@ type discordLimits struct {
 	// known lists the channels the database knows teams in; nil opens
 	// DATABASE_URL to ask it.
 	known func(ctx context.Context, limit int) ([]master.RoleScope, error)
+	// features resolves a channel's features (the roles file's and what
+	// was set by command); nil opens DATABASE_URL to ask it, the roles
+	// file alone when there is none.
+	features func(ctx context.Context, guildID, channelID string) (master.Features, error)
 }
 
 // checkDiscord checks the bot's token, its application's settings in the
@@ -147,8 +151,11 @@ func checkServers(ctx context.Context, cfg config.Config, in *bot.Inspector, app
 			break
 		}
 		checked++
-		out = append(out, access(ctx, in, app, id, "", "server "+serverName(name, id)))
+		f, _ := access(ctx, in, app, id, "", "server "+serverName(name, id))
+		out = append(out, f)
 	}
+	features, done := featuresOf(ctx, cfg, lim)
+	defer done()
 	for _, c := range teamChannels(ctx, cfg, lim) {
 		if cfg.DiscordGuild != "" && c.GuildID != cfg.DiscordGuild {
 			continue
@@ -156,9 +163,63 @@ func checkServers(ctx context.Context, cfg config.Config, in *bot.Inspector, app
 		if _, member := name[c.GuildID]; !member && !more {
 			continue // named above
 		}
-		out = append(out, access(ctx, in, app, c.GuildID, c.ChannelID, "channel "+c.ChannelID+" of "+serverName(name, c.GuildID)))
+		f, a := access(ctx, in, app, c.GuildID, c.ChannelID, "channel "+c.ChannelID+" of "+serverName(name, c.GuildID))
+		out = append(out, f)
+		if p := personas(ctx, features, c, a, f.subject); p != nil {
+			out = append(out, *p)
+		}
 	}
 	return out
+}
+
+// featuresOf is lim.features, or the features the roles file and the
+// database resolve (the roles file's alone without a database); done
+// closes what it opened.
+func featuresOf(ctx context.Context, cfg config.Config, lim discordLimits) (func(context.Context, string, string) (master.Features, error), func()) {
+	if lim.features != nil {
+		return lim.features, func() {}
+	}
+	file := fileFeatures(cfg.Features)
+	if cfg.DatabaseURL != "" {
+		if st, err := store.Open(ctx, cfg.DatabaseURL, nil); err == nil {
+			return master.NewFeatureConfig(st, file).For, st.Close
+		}
+	}
+	return master.NewFeatureConfig(fileOnly{}, file).For, func() {}
+}
+
+// fileOnly is a FeatureStore where nothing was set by command.
+type fileOnly struct{}
+
+func (fileOnly) ConfiguredFeatures(context.Context, string, string) ([]master.FeatureEntry, error) {
+	return nil, nil
+}
+
+func (fileOnly) SetFeatures(context.Context, master.RoleScope, master.FeatureSettings, []string, string) error {
+	return errors.New("callon doctor changes nothing")
+}
+
+// personas reports, for a channel whose teams have worker personas, whether
+// the bot may manage its webhooks; nil when personas are off there (or
+// cannot be told: a database not migrated yet) or the channel could not
+// be read.
+func personas(ctx context.Context, features func(context.Context, string, string) (master.Features, error),
+	c master.RoleScope, a *bot.ChannelAccess, subject string) *finding {
+	if a == nil {
+		return nil
+	}
+	f, err := features(ctx, c.GuildID, c.ChannelID)
+	if err != nil || !f.Personas {
+		return nil
+	}
+	subject += ", personas"
+	if a.Webhooks {
+		r := ok(subject, "on, and the bot may manage the channel's webhooks")
+		return &r
+	}
+	r := warn(subject, "on, but the bot lacks Manage Webhooks: members' parts are posted in callon's own voice",
+		"allow Manage Webhooks for the bot in the channel's settings (Edit Channel → Permissions), or turn personas off there")
+	return &r
 }
 
 func serverName(names map[string]string, id string) string {
@@ -168,23 +229,24 @@ func serverName(names map[string]string, id string) string {
 	return id
 }
 
-// access reports the bot's permissions in a server or one of its channels.
-func access(ctx context.Context, in *bot.Inspector, app bot.Application, guildID, channelID, subject string) finding {
+// access reports the bot's permissions in a server or one of its
+// channels, with what it read (nil when it could not).
+func access(ctx context.Context, in *bot.Inspector, app bot.Application, guildID, channelID, subject string) (finding, *bot.ChannelAccess) {
 	a, err := in.Access(ctx, guildID, channelID, app.BotID)
 	if err != nil {
-		return fail(subject, err.Error(), "")
+		return fail(subject, err.Error(), ""), nil
 	}
 	if a.Name != "" {
 		subject = "#" + a.Name + " (" + strings.TrimPrefix(subject, "channel "+channelID+" of ") + ")"
 	}
 	if len(a.Missing) == 0 {
-		return ok(subject, "the bot has the permissions teams need")
+		return ok(subject, "the bot has the permissions teams need"), &a
 	}
 	fix := "give the bot's role these permissions (Server Settings → Roles), or invite it again: " + bot.InviteURL(app.ID)
 	if channelID != "" {
 		fix = "allow them for the bot in the channel's settings (Edit Channel → Permissions)"
 	}
-	return fail(subject, "the bot lacks "+strings.Join(a.Missing, ", "), fix)
+	return fail(subject, "the bot lacks "+strings.Join(a.Missing, ", "), fix), &a
 }
 
 // teamChannels are the channels teams use: the roles file's channel
@@ -200,6 +262,11 @@ func teamChannels(ctx context.Context, cfg config.Config, lim discordLimits) []m
 	for _, r := range cfg.Roles {
 		if r.ChannelID != "" {
 			add(master.RoleScope{GuildID: r.GuildID, ChannelID: r.ChannelID})
+		}
+	}
+	for _, f := range cfg.Features {
+		if f.ChannelID != "" {
+			add(master.RoleScope{GuildID: f.GuildID, ChannelID: f.ChannelID})
 		}
 	}
 	if lim.known == nil && cfg.DatabaseURL != "" {

@@ -363,3 +363,41 @@ roles:
 			w.logged("start-up checks done", "warnings=1", "problems=0")
 	}, "a warning about the server, and the summary")
 }
+
+// Where teams have worker personas, doctor says whether the bot may
+// manage the channel's webhooks: without it, members' parts are posted in
+// callon's own voice (a warning: teams still work).
+func TestDoctorPersonasNeedManageWebhooks(t *testing.T) {
+	t.Parallel()
+	w := newDoctorWorld(t, nil, nil)
+	yaml := fmt.Sprintf(`mcp_servers:
+  local:
+    command: [%q]
+    guilds: all
+guilds:
+  %q:
+    channels:
+      %q:
+        personas: on
+        roles:
+          - name: scout
+            description: Looks things up
+            prompt: You look things up.
+`, mcpServerBin, w.dc.GuildID(), w.dc.ChannelID("general"))
+	if err := os.WriteFile(w.env["CALLON_ROLES_FILE"], []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := w.doctor()
+	if err != nil {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	mustLine(t, out, "✓", "#general (G), personas", "may manage the channel's webhooks")
+
+	w.dc.DenyWebhooks(w.dc.ChannelID("general"))
+	out, err = w.doctor()
+	if err != nil {
+		t.Fatalf("a missing Manage Webhooks is a warning, not a problem: %v\n%s", err, out)
+	}
+	mustLine(t, out, "!", "#general (G), personas", "lacks Manage Webhooks", "Edit Channel → Permissions")
+	mustLine(t, out, "✓", "#general (G)", "the bot has the permissions teams need")
+}

@@ -111,7 +111,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, withBot boo
 	g.Go(func() error {
 		fs := checkModels(ctx, model, cfg)
 		if withBot {
-			fs = append(fs, checkDiscord(ctx, cfg, discordLimits{guilds: 1, channels: 10, guildOnly: true, known: st.TeamChannels})...)
+			fs = append(fs, checkDiscord(ctx, cfg, discordLimits{guilds: 1, channels: 10, guildOnly: true, known: st.TeamChannels, features: features.For})...)
 		}
 		if ctx.Err() == nil {
 			logSummary(log, "start-up checks done (callon doctor checks more)", append(toolFindings, fs...))
