@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/callonbot/callon/master"
 	"github.com/callonbot/callon/store"
@@ -198,5 +199,88 @@ func TestADoneOutcomeIsOneStatement(t *testing.T) {
 	defer mu.Unlock()
 	if len(stmts) != 1 {
 		t.Errorf("completing a done task took %d statements, want 1: %q", len(stmts), stmts)
+	}
+}
+
+// The last two tasks of a round, ended at the same instant by two
+// processes, each see the other still running: a task ended while the
+// rest of its round runs under another worker wakes the master, so one
+// of the two wakes comes after both commits. Within one process, whose
+// outcomes are written one write after another, the master is woken when
+// the round ends only. Both ways of writing outcomes alike.
+func TestARoundEndingInTwoProcessesWakesTheMaster(t *testing.T) {
+	t.Parallel()
+	for _, withSession := range []bool{true, false} {
+		t.Run(map[bool]string{true: "one statement", false: "transaction"}[withSession], func(t *testing.T) {
+			t.Parallel()
+			w := setup(t)
+			raw, err := w.pool.Acquire(w.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Release()
+			if _, err := raw.Exec(w.ctx, "LISTEN "+store.WakeChannel); err != nil {
+				t.Fatal(err)
+			}
+			next := func() string {
+				n, err := raw.Conn().WaitForNotification(w.ctx)
+				if err != nil {
+					t.Fatalf("wait for a wake: %v", err)
+				}
+				return n.Payload
+			}
+			// complete ends tk and returns the wake it sent, "" for none
+			// (a marker sent after it comes first).
+			complete := func(tk master.Task) string {
+				c := master.Completion{Task: ref(tk), Outcome: master.Outcome{State: master.TaskDone}}
+				if withSession {
+					c.SessionID = tk.SessionID
+				}
+				if errs := w.store.CompleteTasks(w.ctx, []master.Completion{c}); errs[0] != nil {
+					t.Fatal(errs[0])
+				}
+				if err := w.store.Notify(w.ctx, "marker"); err != nil {
+					t.Fatal(err)
+				}
+				if got := next(); got != "marker" {
+					if m := next(); m != "marker" {
+						t.Fatalf("after the wake %q: %q, want the marker", got, m)
+					}
+					return got
+				}
+				return ""
+			}
+			claim := func(worker string) master.Task {
+				tasks, err := w.store.ClaimTasks(w.ctx, master.Scope{}, worker, 1, time.Hour)
+				if err != nil || len(tasks) != 1 {
+					t.Fatalf("claim: %v, %v", tasks, err)
+				}
+				return tasks[0]
+			}
+
+			// Two processes.
+			two := w.session()
+			w.enqueue(two, task("a", "1"), task("b", "2"))
+			next() // the enqueue's wake
+			a, b := claim("p1"), claim("p2")
+			if got := complete(a); got != "m:"+itoa(two) {
+				t.Errorf("a ended while b runs in another process: wake %q, want the master's", got)
+			}
+			if got := complete(b); got != "m:"+itoa(two) {
+				t.Errorf("b ended the round: wake %q, want the master's", got)
+			}
+
+			// One process.
+			one := w.session()
+			w.enqueue(one, task("c", "3"), task("d", "4"))
+			next()
+			c, d := claim("p1"), claim("p1")
+			if got := complete(c); got != "" {
+				t.Errorf("c ended while d runs in the same process: wake %q, want none", got)
+			}
+			if got := complete(d); got != "m:"+itoa(one) {
+				t.Errorf("d ended the round: wake %q, want the master's", got)
+			}
+		})
 	}
 }

@@ -104,7 +104,7 @@ const completeCTEs = `
 			    lease_until = NULL, ended_at = now(), updated_at = now()
 			FROM locked l JOIN input i ON i.id = l.id
 			WHERE t.id = ANY ($2) AND t.id = l.id AND t.state = 'running' AND t.attempt = i.attempt
-			RETURNING t.id, t.session_id, t.turn_id, t.round, i.kind, i.payload
+			RETURNING t.id, t.session_id, t.turn_id, t.round, t.worker_id, i.kind, i.payload
 		), signalled AS (
 			INSERT INTO signals (session_id, task_id, kind, payload)
 			SELECT e.session_id, e.id, e.kind, e.payload FROM ended e ORDER BY e.id
@@ -113,18 +113,29 @@ const completeCTEs = `
 		)
 `
 
+// roundDoneHere is a condition over an ended row e: nothing of e's round
+// is left to do but tasks running under other workers. Then the master is
+// woken: its round has ended, or the rest may be ending at this instant
+// in another process, whose statement, like this one, would see this
+// task still running and wake no one (the master's read finds out which;
+// the later of the two wakes comes after both commits). Outcomes of one
+// process are written one write after another, so within a process the
+// wake comes exactly when the round ends.
+const roundDoneHere = `NOT EXISTS (SELECT 1 FROM tasks x WHERE x.turn_id = e.turn_id AND x.round = e.round
+		AND x.id NOT IN (SELECT id FROM ended)
+		AND (x.state IN ('queued', 'approval') OR (x.state = 'running' AND x.worker_id IS NOT DISTINCT FROM e.worker_id)))`
+
 // completeAloneSQL is completeCTEs in one statement, for outcomes that are
 // all done (nothing to cancel after them): the wakes go out in it too,
-// per session touched, "m" once its round has ended and "t" when a queued
-// task waited on these ($3 is the channel). It returns each row written,
+// per session touched, "m" once its round may have ended (roundDoneHere)
+// and "t" when a queued task waited on these ($3 is the channel). It returns each row written,
 // with its session's payload ("" for none).
 const completeAloneSQL = completeCTEs + `, flags AS (
 			SELECT EXISTS (SELECT 1 FROM tasks d JOIN rounds r ON d.turn_id = r.turn_id AND d.round = r.round
 			               WHERE d.state = 'queued' AND d.depends_on && ARRAY(SELECT id FROM ended)) AS unblocked
 		), per AS (
 			SELECT e.session_id,
-			       bool_or(NOT EXISTS (SELECT 1 FROM tasks x WHERE x.turn_id = e.turn_id AND x.round = e.round
-			                           AND x.state IN ('queued', 'running', 'approval') AND x.id NOT IN (SELECT id FROM ended))) AS round_ended
+			       bool_or(` + roundDoneHere + `) AS round_ended
 			FROM ended e GROUP BY e.session_id
 		), payloads AS (
 			SELECT per.session_id, CASE WHEN per.round_ended OR f.unblocked
@@ -253,9 +264,8 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 		       -- task depends only on tasks of its own turn and round),
 		       EXISTS (SELECT 1 FROM tasks d JOIN rounds r ON d.turn_id = r.turn_id AND d.round = r.round
 		               WHERE d.state = 'queued' AND d.depends_on && ARRAY(SELECT id FROM ended)),
-		       -- and the master only once its round has ended.
-		       NOT EXISTS (SELECT 1 FROM tasks x WHERE x.turn_id = e.turn_id AND x.round = e.round
-		                   AND x.state IN ('queued', 'running', 'approval') AND x.id NOT IN (SELECT id FROM ended))
+		       -- and the master once its round may have ended.
+		       `+roundDoneHere+`
 		FROM ended e`, input, ids)
 	if err != nil {
 		return nil, fmt.Errorf("complete tasks: %w", err)
@@ -292,9 +302,9 @@ func (s *Store) completeBatch(ctx context.Context, cs []master.Completion, idx [
 			return nil, fmt.Errorf("complete tasks: %w", err)
 		}
 	}
-	// The master is woken once its round has ended (a task cancelled
-	// below may end it too: then every session is woken); the workers
-	// when a task waited on these.
+	// The master is woken once its round may have ended (roundDoneHere;
+	// a task cancelled below may end it too: then every session is
+	// woken); the workers when a task waited on these.
 	master, other := ended, sessions
 	if len(roots) > 0 {
 		master = sessions
