@@ -4,13 +4,13 @@ PKGS ?= ./...
 # golangci-lint, pinned: built from the Go module proxy on first use, then cached.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: test fmt-check vet lint chromium-check build run compose-check
+.PHONY: test fmt-check vet lint chromium-check bench-river-check build run compose-check
 
 ## test: gofmt check, go vet, golangci-lint (.golangci.yml), and every test with the race
 ## detector against a real Postgres (the dashboard's browser tests included: they need
 ## Chromium; 30 minutes per package: internal/releasetest builds GoReleaser the first time
 ## on a machine).
-test: fmt-check vet lint chromium-check
+test: fmt-check vet lint chromium-check bench-river-check
 	@url="$$(./scripts/test-db.sh)" && \
 	DATABASE_URL="$$url" $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
@@ -20,6 +20,11 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+
+## bench-river-check: bench/river (a module of its own, so that River never enters callon's
+## dependencies) still builds against callon's packages: go vet compiles it.
+bench-river-check:
+	cd bench/river && $(GO) vet ./...
 
 ## lint: the linters of .golangci.yml, each with the reason it is there.
 lint:
