@@ -56,11 +56,11 @@ type discordLimits struct {
 	// only (the bot at start), not in every server of the bot.
 	guildOnly bool
 	// known lists the channels the database knows teams in; nil opens
-	// DATABASE_URL to ask it.
+	// DATABASE_URL to ask it (see withDatabase).
 	known func(ctx context.Context, limit int) ([]master.RoleScope, error)
 	// features resolves a channel's features (the roles file's and what
 	// was set by command); nil opens DATABASE_URL to ask it, the roles
-	// file alone when there is none.
+	// file alone when there is none (see withDatabase).
 	features func(ctx context.Context, guildID, channelID string) (master.Features, error)
 }
 
@@ -154,7 +154,7 @@ func checkServers(ctx context.Context, cfg config.Config, in *bot.Inspector, app
 		f, _ := access(ctx, in, app, id, "", "server "+serverName(name, id))
 		out = append(out, f)
 	}
-	features, done := featuresOf(ctx, cfg, lim)
+	lim, done := withDatabase(ctx, cfg, lim)
 	defer done()
 	for _, c := range teamChannels(ctx, cfg, lim) {
 		if cfg.DiscordGuild != "" && c.GuildID != cfg.DiscordGuild {
@@ -165,27 +165,36 @@ func checkServers(ctx context.Context, cfg config.Config, in *bot.Inspector, app
 		}
 		f, a := access(ctx, in, app, c.GuildID, c.ChannelID, "channel "+c.ChannelID+" of "+serverName(name, c.GuildID))
 		out = append(out, f)
-		if p := personas(ctx, features, c, a, f.subject); p != nil {
+		if p := personas(ctx, lim.features, c, a, f.subject); p != nil {
 			out = append(out, *p)
 		}
 	}
 	return out
 }
 
-// featuresOf is lim.features, or the features the roles file and the
-// database resolve (the roles file's alone without a database); done
-// closes what it opened.
-func featuresOf(ctx context.Context, cfg config.Config, lim discordLimits) (func(context.Context, string, string) (master.Features, error), func()) {
-	if lim.features != nil {
-		return lim.features, func() {}
-	}
+// withDatabase fills what lim leaves to the database: the channels it
+// knows teams in and the features set by command, from one connection to
+// DATABASE_URL (the roles file's features alone, and no known channel,
+// without one); done closes what it opened.
+func withDatabase(ctx context.Context, cfg config.Config, lim discordLimits) (discordLimits, func()) {
+	done := func() {}
 	file := fileFeatures(cfg.Features)
-	if cfg.DatabaseURL != "" {
+	if (lim.known == nil || lim.features == nil) && cfg.DatabaseURL != "" {
+		// A database that does not answer: its own check says why.
 		if st, err := store.Open(ctx, cfg.DatabaseURL, nil); err == nil {
-			return master.NewFeatureConfig(st, file).For, st.Close
+			done = st.Close
+			if lim.known == nil {
+				lim.known = st.TeamChannels
+			}
+			if lim.features == nil {
+				lim.features = master.NewFeatureConfig(st, file).For
+			}
 		}
 	}
-	return master.NewFeatureConfig(fileOnly{}, file).For, func() {}
+	if lim.features == nil {
+		lim.features = master.NewFeatureConfig(fileOnly{}, file).For
+	}
+	return lim, done
 }
 
 // fileOnly is a FeatureStore where nothing was set by command.
@@ -268,14 +277,6 @@ func teamChannels(ctx context.Context, cfg config.Config, lim discordLimits) []m
 		if f.ChannelID != "" {
 			add(master.RoleScope{GuildID: f.GuildID, ChannelID: f.ChannelID})
 		}
-	}
-	if lim.known == nil && cfg.DatabaseURL != "" {
-		st, err := store.Open(ctx, cfg.DatabaseURL, nil)
-		if err != nil {
-			return out // the database's own check says why
-		}
-		defer st.Close()
-		lim.known = st.TeamChannels
 	}
 	if lim.known == nil {
 		return out
