@@ -40,6 +40,8 @@ func (b *Bot) decide(i *discordgo.InteractionCreate, raw string, approve bool) {
 	b.goWork(30*time.Second, func(ctx context.Context) {
 		actor := master.Actor{UserID: i.Member.User.ID, Permissions: i.Member.Permissions, Roles: i.Member.Roles}
 		a, err := b.approvals.Decide(ctx, id, approve, actor)
+		ctx, cancel := answering(ctx)
+		defer cancel()
 		if err != nil {
 			if _, ferr := b.s.FollowupMessageCreate(i.Interaction, false, &discordgo.WebhookParams{Content: b.errorText(i, err),
 				Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}, discordgo.WithContext(ctx)); ferr != nil {

@@ -148,10 +148,24 @@ func (b *Bot) deferEphemeral(i *discordgo.InteractionCreate) error {
 
 // editResponse completes a deferred interaction.
 func (b *Bot) editResponse(ctx context.Context, i *discordgo.InteractionCreate, text string) {
+	ctx, cancel := answering(ctx)
+	defer cancel()
 	_, err := b.s.InteractionResponseEdit(i.Interaction, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
 	if err != nil {
 		b.log.Warn("complete interaction", "command", commandName(i), "err", err)
 	}
+}
+
+// answerTimeout bounds telling a person what became of their command or
+// click.
+const answerTimeout = 5 * time.Second
+
+// answering is the context to answer an interaction in once its work is
+// done: the work's may have ended (its timeout, the shutdown's grace),
+// yet what was acknowledged is answered all the same, within
+// answerTimeout.
+func answering(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), answerTimeout)
 }
 
 // option returns a top-level option by name, or nil.

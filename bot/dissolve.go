@@ -47,6 +47,8 @@ func (b *Bot) handleDissolve(i *discordgo.InteractionCreate) {
 			discordgo.Button{Label: "Dissolve the team", Style: discordgo.DangerButton, CustomID: dissolveConfirm.prefix + id},
 			discordgo.Button{Label: "Cancel", Style: discordgo.SecondaryButton, CustomID: dissolveCancel.prefix + id},
 		}}}
+		ctx, cancel := answering(ctx)
+		defer cancel()
 		if _, err := b.s.InteractionResponseEdit(i.Interaction, &discordgo.WebhookEdit{Content: &text, Components: &components,
 			AllowedMentions: noMentions()}, discordgo.WithContext(ctx)); err != nil {
 			b.log.Warn("ask to confirm /dissolve", "err", err)
@@ -117,6 +119,8 @@ func (b *Bot) confirmDissolve(i *discordgo.InteractionCreate, id string) {
 		if err != nil {
 			text = b.errorText(i, err)
 		}
+		ctx, cancel := answering(ctx)
+		defer cancel()
 		none := []discordgo.MessageComponent{}
 		if _, err := b.s.InteractionResponseEdit(i.Interaction, &discordgo.WebhookEdit{Content: &text, Components: &none,
 			AllowedMentions: noMentions()}, discordgo.WithContext(ctx)); err != nil {

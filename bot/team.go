@@ -31,6 +31,8 @@ func (b *Bot) handleTeam(i *discordgo.InteractionCreate) {
 			return
 		}
 		empty := ""
+		ctx, cancel := answering(ctx)
+		defer cancel()
 		_, err = b.s.InteractionResponseEdit(i.Interaction, &discordgo.WebhookEdit{
 			Content:         &empty,
 			Embeds:          &[]*discordgo.MessageEmbed{toDiscordEmbed(render.Team(view))},

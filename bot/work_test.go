@@ -74,3 +74,20 @@ func TestStopCancelsWorkPastTheGrace(t *testing.T) {
 		t.Error("stopWork returned before the work it cancelled")
 	}
 }
+
+// What a person is told of their command or click goes out though the
+// work's context ended (its timeout, the shutdown's grace): the answer
+// has a context of its own, bounded.
+func TestAnAnswerOutlivesItsWork(t *testing.T) {
+	t.Parallel()
+	work, cancel := context.WithCancel(context.Background())
+	cancel()
+	ctx, done := answering(work)
+	defer done()
+	if err := ctx.Err(); err != nil {
+		t.Fatalf("the answer's context ended with its work: %v", err)
+	}
+	if deadline, ok := ctx.Deadline(); !ok || time.Until(deadline) > answerTimeout {
+		t.Errorf("the answer's context has no bound (deadline %v, %v)", deadline, ok)
+	}
+}
