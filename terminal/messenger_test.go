@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/callonbot/callon/bot/render"
@@ -149,5 +150,27 @@ func TestModelWrapsItsNote(t *testing.T) {
 	}
 	if flat := strings.Join(strings.Fields(view), " "); !strings.Contains(flat, "decide a request") {
 		t.Errorf("the help lost words:\n%s", view)
+	}
+}
+
+// A request that arrives while a person types does not take their next
+// letters as its decision: y and n go into the message until Tab, which
+// the request's box offers, switches to deciding.
+func TestModelDecidesOnlyAfterTab(t *testing.T) {
+	t.Parallel()
+	mdl := newModel(context.Background(), nil, NewMessenger(), Options{}, lipgloss.NewRenderer(&strings.Builder{}))
+	mdl.event(Event{Kind: Asked, ID: "a", Approval: 4, Text: "🔐 **engineer** asks to call `ops.write`.\nThe task waits."})
+	for _, r := range "yes" {
+		mdl.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+	}
+	if mdl.mode != typing || mdl.input.Value() != "yes" {
+		t.Fatalf("after typing yes: mode %v, input %q; want still typing, the letters in the message", mdl.mode, mdl.input.Value())
+	}
+	if view := mdl.View(); !strings.Contains(view, "Tab, then y or n") {
+		t.Errorf("the request's box does not say how to decide:\n%s", view)
+	}
+	mdl.key(tea.KeyMsg{Type: tea.KeyTab})
+	if mdl.mode != approving {
+		t.Fatalf("after Tab: mode %v, want deciding", mdl.mode)
 	}
 }

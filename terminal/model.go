@@ -129,7 +129,6 @@ func (m *model) Init() tea.Cmd {
 		text := render.Approval(a)
 		m.asks = append(m.asks, ask{id: a.ID, text: text})
 		m.queue = append(m.queue, m.render(text))
-		m.mode = approving
 	}
 	m.queue = append(m.queue, m.st.faint.Render("Enter sends · ↑↓ history · /help · Ctrl-C to leave or dissolve"))
 	return tea.Batch(textinput.Blink, m.nextEvent(), m.nextLog(), m.flush())
@@ -484,10 +483,10 @@ func (m *model) event(ev Event) tea.Cmd {
 				return nil // shown when the chat resumed the team
 			}
 		}
+		// The keys that decide are offered, never switched to: a person
+		// typing when the request arrives must not approve it with the
+		// next letter (Tab, then y or n).
 		m.asks = append(m.asks, ask{id: ev.Approval, msgID: ev.ID, text: ev.Text})
-		if m.mode == typing && m.input.Value() == "" {
-			m.mode = approving
-		}
 		// The whole request, every argument, above the prompt: what the
 		// person decides on (the prompt below keeps only its first line).
 		return m.print(m.render(ev.Text))

@@ -105,6 +105,10 @@ func TestChatTerminal(t *testing.T) {
 	key("roll the dice\r")
 	at = scr.waitFor(t, at, "you › roll the dice", done)
 	at = scr.waitFor(t, at, "Request 1:", done)
+	at = scr.waitFor(t, at, "Tab, then y or n", done)
+	// A letter typed now is the next message's, not the decision: had it
+	// approved, Tab would find no request to decide.
+	key("y\x7f\t")
 	at = scr.waitFor(t, at, "y approve", done)
 	key("y")
 	at = scr.waitFor(t, at, "Approved by you", done)
