@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/callonbot/callon/internal/ratelimit"
 	"net/http"
 	"slices"
 	"strings"
@@ -114,9 +115,12 @@ func tokenEqual(presented, want string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// errUnauthorized: no valid credentials; errForbidden: a bearer token
-// that is wrong.
-var errUnauthorized = errors.New("sign in to see the dashboard")
+// errUnauthorized: no valid credentials; errTooManyAttempts: the
+// client's address spent its budget of wrong tokens.
+var (
+	errUnauthorized    = errors.New("sign in to see the dashboard")
+	errTooManyAttempts = errors.New("too many wrong tokens: wait a few seconds and try again")
+)
 
 // viewerOf reads the request's credentials: a bearer token (the
 // operator's; a wrong one is refused, never passed on to the cookie), or
@@ -124,8 +128,16 @@ var errUnauthorized = errors.New("sign in to see the dashboard")
 func (d *Dashboard) viewerOf(r *http.Request) (viewer, error) {
 	now := d.cfg.Now()
 	if h := r.Header.Get("Authorization"); h != "" {
+		// A bearer token is a guess like the login form's: wrong ones
+		// spend the client address's budget, and a spent budget is
+		// refused before the token is compared.
+		addr := ratelimit.ClientAddr(r)
+		if d.login.Exhausted(addr) {
+			return viewer{}, errTooManyAttempts
+		}
 		scheme, tok, _ := strings.Cut(h, " ")
 		if !strings.EqualFold(scheme, "Bearer") || !tokenEqual(strings.TrimSpace(tok), d.cfg.Token) {
+			d.login.Allow(addr)
 			return viewer{}, errUnauthorized
 		}
 		// Checked again on every request; an event stream ends at streamMax.

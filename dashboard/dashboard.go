@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -148,6 +149,10 @@ func (d *Dashboard) authed(h func(http.ResponseWriter, *http.Request, viewer)) h
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		v, err := d.viewerOf(r)
+		if errors.Is(err, errTooManyAttempts) {
+			writeError(w, http.StatusTooManyRequests, "too_many_attempts", err.Error())
+			return
+		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="callon dashboard"`)
 			if wantsPage(r) {

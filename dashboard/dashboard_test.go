@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -310,6 +311,51 @@ func TestOAuthStateIsChecked(t *testing.T) {
 	}
 	if status, _, _ = get(t, c, w.srv.URL+"/dashboard/", "", true); status != http.StatusUnauthorized {
 		t.Errorf("after a forged state the dashboard answers %d, want 401", status)
+	}
+}
+
+// A sign-in's state is used once: the callback deletes its cookie.
+func TestOAuthStateCookieGoesWithItsUse(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	c := w.signIn(w.dc.AddUser("carol"))
+	u, err := url.Parse(w.srv.URL + "/dashboard/auth/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ck := range c.Jar.Cookies(u) {
+		if ck.Name == "callon_oauth_state" {
+			t.Errorf("after signing in the browser still holds the state cookie %q", ck.Value)
+		}
+	}
+}
+
+// Wrong bearer tokens spend their address's budget as the login form's
+// do: guessing through the header is limited too, and the operator's
+// token from another address still works.
+func TestWrongBearerTokensAreLimited(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	bearer := func(addr, tok string) int {
+		req := httptest.NewRequest(http.MethodGet, "/dashboard/signals.jsonl", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.RemoteAddr = addr + ":50000"
+		rec := httptest.NewRecorder()
+		w.d.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	limited := false
+	for range 30 {
+		if bearer("203.0.113.10", "guess") == http.StatusTooManyRequests {
+			limited = true
+			break
+		}
+	}
+	if !limited {
+		t.Fatal("30 wrong bearer tokens from one address were all answered 401, want 429 once its budget is spent")
+	}
+	if code := bearer("198.51.100.8", token); code != http.StatusOK {
+		t.Errorf("the operator's token from another address = %d, want 200", code)
 	}
 }
 

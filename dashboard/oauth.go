@@ -85,7 +85,7 @@ func (d *Dashboard) oauthStart(w http.ResponseWriter, r *http.Request) {
 	}
 	// Lax, not Strict: the browser comes back from Discord, another
 	// site, and must bring the state with it.
-	http.SetCookie(w, &http.Cookie{Name: stateCookie, Value: value, Path: "/dashboard/auth/", MaxAge: 600,
+	http.SetCookie(w, &http.Cookie{Name: stateCookie, Value: value, Path: "/dashboard/", MaxAge: 600,
 		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, d.cfg.OAuth.config().AuthCodeURL(st.State), http.StatusFound)
 }
