@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/callonbot/callon/llm/llmfake"
 )
@@ -49,6 +50,18 @@ func answer(req llmfake.Request) llmfake.Reply {
 	return llmfake.Text("This demo model only plays the demo team's parts." + Footer)
 }
 
+// mentionsUS says whether a lower-cased answer names the US: as a word
+// ("because" is not "us").
+func mentionsUS(low string) bool {
+	for _, w := range strings.FieldsFunc(low, func(r rune) bool { return !unicode.IsLetter(r) }) {
+		switch w {
+		case "us", "usa", "america", "american", "states":
+			return true
+		}
+	}
+	return false
+}
+
 // coordinator is the master: a menu, a question before a plan, a fan-out
 // once it is answered, the dice for a tool, and a merge of results.
 func coordinator(req llmfake.Request) llmfake.Reply {
@@ -60,7 +73,7 @@ func coordinator(req llmfake.Request) llmfake.Reply {
 	switch {
 	case askedBefore(req):
 		market := "Europe"
-		if strings.Contains(low, "us") || strings.Contains(low, "america") || strings.Contains(low, "states") {
+		if mentionsUS(low) {
 			market = "the US"
 		}
 		return call("delegate", map[string]any{"tasks": []map[string]any{
