@@ -3,6 +3,7 @@ package terminal
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -36,7 +37,8 @@ var answers = []master.OutKind{master.OutReply, master.OutQuestion, master.OutAp
 // are printed once, settled; Discord's markup is translated but Markdown
 // is left as it is.
 func RunLines(ctx context.Context, in io.Reader, out io.Writer, team Team, m *Messenger, opt Options) (Outcome, error) {
-	p := &printer{w: out, words: opt.Words, changed: make(chan struct{}), decided: map[int64]bool{}, asked: map[int64]bool{}}
+	p := &printer{w: out, words: opt.Words, changed: make(chan struct{}), decided: map[int64]bool{}, asked: map[int64]bool{},
+		settled: map[int64]bool{}}
 	for _, l := range opt.Intro {
 		p.say(Clean(l))
 	}
@@ -96,8 +98,17 @@ func RunLines(ctx context.Context, in io.Reader, out io.Writer, team Team, m *Me
 		cmd, isCmd := parseCommand(line)
 		if !isCmd {
 			seen := p.seen()
-			if err := team.Say(ctx, line); err != nil {
+			if err := team.Say(ctx, line); errors.Is(err, ErrNotTaken) {
+				p.say(master.ErrorMessage(err))
+				continue
+			} else if err != nil {
 				return Left, fmt.Errorf("send the message: %w", err)
+			}
+			if p.waiting(0) {
+				// Its answer comes after the request is decided, which
+				// only the next lines can do: read them meanwhile.
+				p.say("  (a request waits for /approve or /deny: this message is answered after it)")
+				continue
 			}
 			if err := p.waitFor(ctx, seen, answers...); err != nil {
 				return Left, nil
@@ -139,12 +150,16 @@ func RunLines(ctx context.Context, in io.Reader, out io.Writer, team Team, m *Me
 				continue
 			}
 			seen := p.seen()
+			open := p.waiting(id)
 			a, err := team.Decide(ctx, id, cmd.name == "approve")
 			if err != nil {
 				p.say(master.ErrorMessage(err))
 				continue
 			}
 			p.decide(a)
+			if !open || a.State != master.ApprovalApproved && a.State != master.ApprovalDenied {
+				continue // settled before: nothing new comes of it
+			}
 			if err := p.waitFor(ctx, seen, answers...); err != nil {
 				return Left, nil
 			}
@@ -167,6 +182,20 @@ type printer struct {
 	changed chan struct{}    // closed and replaced at every message
 	decided map[int64]bool   // requests decided here: their outcome is printed
 	asked   map[int64]bool   // requests shown
+	settled map[int64]bool   // requests decided or ended, here or elsewhere
+}
+
+// waiting says whether request id (any request when id is 0) was shown
+// and is not settled yet.
+func (p *printer) waiting(id int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for a := range p.asked {
+		if (id == 0 || a == id) && !p.settled[a] {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *printer) say(text string) {
@@ -196,6 +225,7 @@ func (p *printer) show(ev Event) {
 		fmt.Fprintln(p.w, "team › "+text)
 		fmt.Fprintf(p.w, "        (answer /approve %d or /deny %d)\n", ev.Approval, ev.Approval)
 	case Settled:
+		p.settled[ev.Approval] = true
 		if p.decided[ev.Approval] {
 			return // printed when it was decided
 		}
@@ -219,6 +249,7 @@ func (p *printer) decide(a master.Approval) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.decided[a.ID] = true
+	p.settled[a.ID] = true
 	_, outcome, _ := strings.Cut(p.plain(render.Approval(a)), "\n")
 	fmt.Fprintln(p.w, "  "+outcome)
 }

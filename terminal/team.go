@@ -9,10 +9,17 @@ import (
 	"github.com/callonbot/callon/master"
 )
 
+// ErrNotTaken is what Say returns for a message the team recorded but
+// will not answer (a limit: too many active teams to wake it, say); the
+// team's notice says which, the first time.
+var ErrNotTaken = &master.Error{Code: master.ELimit,
+	Message: "The team did not take that message: a limit stands in the way (its notice says which). Nothing will answer it."}
+
 // Team is what the person at the terminal does with their team; callon
 // chat implements it with the core's services.
 type Team interface {
-	// Say sends the team a message.
+	// Say sends the team a message; ErrNotTaken when the team will not
+	// answer it.
 	Say(ctx context.Context, text string) error
 	// Show is /team: who is on the team and what they are doing.
 	Show(ctx context.Context) (master.TeamView, error)

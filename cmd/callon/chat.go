@@ -339,7 +339,10 @@ func me() master.Actor { return master.Actor{UserID: chatUser} }
 func (t *chatTeam) Say(ctx context.Context, text string) error {
 	// Unique across chats and processes: turns are keyed by message id.
 	id := fmt.Sprintf("chat:%d:%d", t.sess.ID, time.Now().UnixNano())
-	_, err := t.svc.HandleMessage(ctx, master.Incoming{ID: id, GuildID: chatGuild, ChannelID: t.sess.ThreadID, AuthorID: chatUser, Content: text})
+	turn, err := t.svc.HandleMessage(ctx, master.Incoming{ID: id, GuildID: chatGuild, ChannelID: t.sess.ThreadID, AuthorID: chatUser, Content: text})
+	if err == nil && turn.State == master.TurnRefused {
+		return terminal.ErrNotTaken
+	}
 	return err
 }
 
