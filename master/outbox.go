@@ -64,6 +64,10 @@ type Outbox struct {
 	log   *slog.Logger
 
 	probing atomic.Bool // a send failed and no send succeeded since
+	// failedProbes counts the probes of this probing that failed: none
+	// when the first one is answered, and then the send that began it
+	// failed on its own, the platform never down.
+	failedProbes atomic.Int32
 	soon    proc.Due    // the next retry this sender put off
 }
 
@@ -208,10 +212,23 @@ func (d *Outbox) probe(ctx context.Context) (int, error) {
 	}
 	if !ok {
 		d.probing.Store(false)
+		d.failedProbes.Store(0)
 		return 0, nil
 	}
 	d.deliver(ctx, []OutMessage{m})
-	if d.probing.Load() || ctx.Err() != nil {
+	if ctx.Err() != nil {
+		return 1, nil
+	}
+	if d.probing.Load() {
+		d.failedProbes.Add(1)
+		return 1, nil
+	}
+	if d.failedProbes.Swap(0) == 0 {
+		// The first probe was answered: the platform was never down, and
+		// what failed failed on its own (a channel of its own trouble). It
+		// keeps its own backoff, up to MaxRetryDelay, instead of being
+		// tried again within ProbeEvery for its whole retry period.
+		d.log.Debug("a send failed, yet the platform answers: no wait shortened")
 		return 1, nil
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -245,3 +245,35 @@ func TestOutboxProbesWhileSendsFail(t *testing.T) {
 		t.Error("still probing once Discord answered")
 	}
 }
+
+// A send that fails on its own (the probe after it is answered at once:
+// the platform was never down) shortens no wait: the failing message
+// keeps its own backoff instead of being tried again within ProbeEvery,
+// and probing again, for its whole retry period.
+func TestOutboxLeavesALoneFailureToItsBackoff(t *testing.T) {
+	t.Parallel()
+	f := &outboxFake{}
+	f.SendFunc = func(m OutMessage) (string, error) {
+		if m.ChannelID == "troubled" {
+			return "", errors.New("500 Internal Server Error")
+		}
+		return fmt.Sprint("d", m.ID), nil
+	}
+	f.ClaimOutboxFunc = func(int) []OutMessage { return []OutMessage{{ID: 1, ChannelID: "troubled", CreatedAt: time.Now()}} }
+	f.ProbeOutboxFunc = func() (OutMessage, bool) { return OutMessage{ID: 2, ChannelID: "fine", CreatedAt: time.Now()}, true }
+	d := NewOutbox(OutboxConfig{Owner: "p1"}, f, f, slog.New(slog.DiscardHandler))
+	if _, err := d.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.ClaimOutboxFunc = func(int) []OutMessage { return nil }
+	if _, err := d.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want := "send 1; retry 1; probe 2; send 2; sent 2 as d2"
+	if got := strings.Join(f.log, "; "); got != want {
+		t.Errorf("got  %s\nwant %s (no wait shortened)", got, want)
+	}
+	if d.Probing() {
+		t.Error("still probing once the platform answered")
+	}
+}
