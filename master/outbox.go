@@ -68,7 +68,7 @@ type Outbox struct {
 	// when the first one is answered, and then the send that began it
 	// failed on its own, the platform never down.
 	failedProbes atomic.Int32
-	soon    proc.Due    // the next retry this sender put off
+	soon         proc.Due // the next retry this sender put off
 }
 
 // OutboxStore is what the outbox sender needs from Postgres.
