@@ -27,12 +27,11 @@ type WebhookStore interface {
 
 // Discord's JSON error codes for webhooks.
 const (
-	codeUnknownWebhook   = 10015
-	codeMaxWebhooks      = 30007
-	codeInvalidWHToken   = 50027
-	webhookName          = "callon team"
-	deniedFor            = 10 * time.Minute
-	personaPrefixReserve = 100 // characters a part leaves for a name in callon's own voice
+	codeUnknownWebhook = 10015
+	codeMaxWebhooks    = 30007
+	codeInvalidWHToken = 50027
+	webhookName        = "callon team"
+	deniedFor          = 10 * time.Minute
 )
 
 // personas posts members' parts through each parent channel's webhook:
@@ -47,16 +46,17 @@ type personas struct {
 	avatars Avatars
 
 	mu     sync.Mutex
-	hooks  map[string]hook      // by parent channel
-	denied map[string]time.Time // parent channel → until when
-	known  map[string]bool      // webhook ids of callon's, for telling its own messages
+	hooks  map[string]hook        // by parent channel
+	denied map[string]time.Time   // parent channel → until when
+	known  map[string]bool        // webhook ids of callon's, for telling its own messages
+	making map[string]*sync.Mutex // by parent channel: one finds or makes its webhook at a time
 }
 
 type hook struct{ id, token string }
 
 func newPersonas(s *discordgo.Session, store WebhookStore, appID func() string, avatars Avatars) *personas {
 	return &personas{s: s, store: store, appID: appID, avatars: avatars,
-		hooks: map[string]hook{}, denied: map[string]time.Time{}, known: map[string]bool{}}
+		hooks: map[string]hook{}, denied: map[string]time.Time{}, known: map[string]bool{}, making: map[string]*sync.Mutex{}}
 }
 
 // own reports whether a message was posted by one of callon's webhooks
@@ -75,6 +75,21 @@ func (p *personas) own(webhookID string) bool {
 func (p *personas) webhook(ctx context.Context, parent string, create bool) (hook, error) {
 	p.mu.Lock()
 	h, ok := p.hooks[parent]
+	making := p.making[parent]
+	if making == nil {
+		making = &sync.Mutex{}
+		p.making[parent] = making
+	}
+	p.mu.Unlock()
+	if ok {
+		return h, nil
+	}
+	// Two parts of one parent at once (two threads) must not both list
+	// nothing and make a webhook each: the channel holds fifteen at most.
+	making.Lock()
+	defer making.Unlock()
+	p.mu.Lock()
+	h, ok = p.hooks[parent]
 	until := p.denied[parent]
 	p.mu.Unlock()
 	if ok {

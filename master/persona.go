@@ -10,6 +10,11 @@ import (
 	"time"
 )
 
+// personaNameReserve is what a member's part leaves of a message for its
+// name, when it is posted in callon's own voice ("**Researcher:** …")
+// because the channel's webhook cannot be had.
+const personaNameReserve = 100
+
 // Line is one member's part of a reply presented as an exchange between
 // the team's members (personas): written by the master, like the rest of
 // its reply.
@@ -96,7 +101,7 @@ func personaParts(s Session, roster []Role, text string, exchange []Line) ([]str
 	add(nil, Split(text, MaxMessageLen))
 	for _, l := range exchange {
 		role, _ := findRole(roster, l.Member)
-		add(&Persona{Name: PersonaName(l.Member), Role: l.Member, Avatar: role.Avatar, Parent: s.ChannelID}, Split(l.Text, MaxMessageLen-100))
+		add(&Persona{Name: PersonaName(l.Member), Role: l.Member, Avatar: role.Avatar, Parent: s.ChannelID}, Split(l.Text, MaxMessageLen-personaNameReserve))
 	}
 	if len(parts) > maxReplyParts {
 		parts, personas = parts[:maxReplyParts], personas[:maxReplyParts]
