@@ -119,26 +119,27 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	}
 	defer closeLog()
 	log := newLogger(cfg, logOut)
-	var tools master.Toolbox
+	// The demo's team, tools and model are its own: it starts none of the
+	// roles file's MCP servers and reads none of its rosters.
+	var tools master.Toolbox = demo.Toolbox{}
+	var roleFile map[master.RoleScope][]master.Role
+	var rolePolicy master.RolePolicy
 	if f.demo {
 		ai, err := startDemo(&cfg, ui != nil, log)
 		if err != nil {
 			return err
 		}
 		defer ai.Close()
-		tools = demo.Toolbox{}
-	}
-	toolMgr, err := newTools(cfg, log)
-	if err != nil {
-		return err
-	}
-	defer closeTools(toolMgr, log)
-	if tools == nil {
+	} else {
+		toolMgr, err := newTools(cfg, log)
+		if err != nil {
+			return err
+		}
+		defer closeTools(toolMgr, log)
 		tools = toolMgr.Operator()
-	}
-	roleFile, rolePolicy, err := rolesConfig(cfg, toolMgr)
-	if err != nil {
-		return err
+		if roleFile, rolePolicy, err = rolesConfig(cfg, toolMgr); err != nil {
+			return err
+		}
 	}
 	lim := cfg.Limits
 	model := modelRouter(cfg, log)
@@ -154,13 +155,13 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 		return err
 	}
 	st.SetMaxAttempts(lim.MaxAttempts)
-	roles, err := master.NewRoles(st, roleFile, rolePolicy)
-	if err != nil {
-		return err
-	}
-	roster := roles.Roster
-	if f.demo {
-		roster = func(context.Context, string, string) ([]master.Role, error) { return demo.Roles(), nil }
+	roster := func(context.Context, string, string) ([]master.Role, error) { return demo.Roles(), nil }
+	if !f.demo {
+		roles, err := master.NewRoles(st, roleFile, rolePolicy)
+		if err != nil {
+			return err
+		}
+		roster = roles.Roster
 	}
 	owner := proc.NewOwner()
 	listener := st.NewListener()
