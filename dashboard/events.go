@@ -87,6 +87,7 @@ func (h *hub) run(ctx context.Context, wake <-chan string, log *slog.Logger) err
 			if !h.watched() {
 				cursor = -1
 				clear(seen)
+				clear(waiting)
 				continue
 			}
 			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -30,9 +30,8 @@ func parsePages() map[string]*template.Template {
 		"elapsed":  master.Elapsed,
 		"tokens":   master.Tokens,
 		"pct":      func(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) + "%" },
-		"ago":      func(t time.Time) string { return ago(t) },
+		"ago":      ago,
 		"utc":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-		"isZero":   func(t time.Time) bool { return t.IsZero() },
 		"describe": func(s master.Signal) string { return strings.ReplaceAll(master.DescribeSignal(s), "**", "") },
 		"threadURL": func(guild, thread string) string {
 			return "https://discord.com/channels/" + guild + "/" + thread

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"html/template"
 	"net/http"
@@ -122,10 +123,7 @@ func (d *Dashboard) signals(w http.ResponseWriter, r *http.Request, v viewer) {
 		}
 	}
 	slices.SortFunc(sv.Guilds, func(a, b guildOption) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		return 1
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
 	})
 	d.render(w, http.StatusOK, "signals", page{Title: "Signals", Viewer: &v, Nav: "signals", Data: sv})
 }

@@ -197,7 +197,7 @@ func orNow(t, now time.Time) time.Time {
 	return t
 }
 
-// master2 is a short duration: "850 ms", "12.3 s", "4 m 05 s".
+// dur is a short duration: "850 ms", "12.3 s", "4 m 05 s".
 func dur(d time.Duration) string {
 	switch {
 	case d < time.Second:

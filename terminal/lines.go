@@ -139,9 +139,7 @@ func RunLines(ctx context.Context, in io.Reader, out io.Writer, team Team, m *Me
 				p.say(master.ErrorMessage(err))
 				continue
 			}
-			if err := p.waitFor(ctx, seen, master.OutSummary); err != nil {
-				return Dissolved, nil
-			}
+			_ = p.waitFor(ctx, seen, master.OutSummary) // the summary, unless the chat is stopped first
 			return Dissolved, nil
 		case "approve", "deny":
 			id, err := requestID(cmd.arg)

@@ -39,9 +39,8 @@ type live struct {
 
 // ask is a request for approval shown until it is decided.
 type ask struct {
-	id    int64
-	msgID string
-	text  string
+	id   int64
+	text string
 }
 
 // model is the chat's bubbletea model.
@@ -486,7 +485,7 @@ func (m *model) event(ev Event) tea.Cmd {
 		// The keys that decide are offered, never switched to: a person
 		// typing when the request arrives must not approve it with the
 		// next letter (Tab, then y or n).
-		m.asks = append(m.asks, ask{id: ev.Approval, msgID: ev.ID, text: ev.Text})
+		m.asks = append(m.asks, ask{id: ev.Approval, text: ev.Text})
 		// The whole request, every argument, above the prompt: what the
 		// person decides on (the prompt below keeps only its first line).
 		return m.print(m.render(ev.Text))

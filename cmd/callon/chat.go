@@ -214,7 +214,7 @@ func chat(ctx context.Context, getenv func(string) string, args []string, stdin 
 	for _, run := range []func(context.Context) error{listener.Run, pool.Run, orch.Run, sender.Run, pres.Run, settler.Run} {
 		loops.Go(func() error { return run(lctx) })
 	}
-	team := &chatTeam{sess: sess, svc: svc, cmds: cmds, approvals: approvals, store: st, memory: master.NewMemoryAdmin(st)}
+	team := &chatTeam{sess: sess, svc: svc, cmds: cmds, approvals: approvals, memory: master.NewMemoryAdmin(st)}
 	opt := terminal.Options{Intro: banner(f, sess, logPath), Recent: recent, Pending: pending, Words: terminal.Words{Names: chatNames, Channels: chatChannels}}
 	var outcome terminal.Outcome
 	if ui != nil {
@@ -328,7 +328,6 @@ type chatTeam struct {
 	svc       *master.Service
 	cmds      *master.Commands
 	approvals *master.Approvals
-	store     *store.Store
 	memory    *master.MemoryAdmin
 }
 

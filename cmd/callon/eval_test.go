@@ -415,3 +415,12 @@ func TestEvalModelThatCannotCallTools(t *testing.T) {
 		}
 	}
 }
+
+// A model's text in eval's and replay's reports never drives or reorders
+// the terminal: no escape, no bidirectional override, one line.
+func TestPrintableKeepsModelTextInert(t *testing.T) {
+	t.Parallel()
+	if got, want := printable("ok\x1b[2J\u202Egnp.exe\nnext\tline"), "ok[2Jgnp.exe next line"; got != want {
+		t.Errorf("printable = %q, want %q", got, want)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/callonbot/callon/eval"
 	"github.com/callonbot/callon/master"
+	"github.com/callonbot/callon/terminal"
 )
 
 // The columns of callon eval's table.
@@ -65,13 +66,14 @@ func seconds(d time.Duration) string {
 	return fmt.Sprintf("%.1fs", d.Seconds())
 }
 
-// printable replaces control characters (a terminal's escapes among
-// them) with spaces: a model's text never drives the terminal.
+// printable is a model's text on one line of a report: terminal.Clean
+// (no control character, no bidirectional override: the text never drives
+// or reorders the terminal), its line breaks and tabs as spaces.
 func printable(s string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+		if r == '\n' || r == '\t' || r == unicode.ReplacementChar {
 			return ' '
 		}
 		return r
-	}, s)
+	}, terminal.Clean(s))
 }

@@ -38,7 +38,19 @@
 
   htmx.onLoad(drawCharts);
   document.body.addEventListener("htmx:sseOpen", function () { setLive("on"); });
-  document.body.addEventListener("htmx:sseError", function () { setLive("off"); });
+  // A stream that ends and cannot come back may mean the sign-in expired
+  // (the stream closes at expiry, and reconnecting is refused): ask, and
+  // go back to the sign-in if so, rather than retrying for ever.
+  var checking = false;
+  document.body.addEventListener("htmx:sseError", function () {
+    setLive("off");
+    if (checking) return;
+    checking = true;
+    fetch(window.location.href, { method: "HEAD", credentials: "same-origin", cache: "no-store" })
+      .then(function (r) { if (r.status === 401) window.location.reload(); })
+      .catch(function () {})
+      .then(function () { checking = false; });
+  });
   document.body.addEventListener("htmx:responseError", function (e) {
     if (e.detail.xhr && e.detail.xhr.status === 401) window.location.reload();
   });

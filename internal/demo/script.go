@@ -76,19 +76,19 @@ func coordinator(req llmfake.Request) llmfake.Reply {
 		if mentionsUS(low) {
 			market = "the US"
 		}
-		return call("delegate", map[string]any{"tasks": []map[string]any{
+		return llmfake.Call("delegate", map[string]any{"tasks": []map[string]any{
 			{"role": "researcher", "instruction": "Find what matters to early customers in " + market + "."},
 			{"role": "planner", "instruction": "Draft a four-week launch timeline for " + market + "."},
 			{"role": "writer", "instruction": "Write a two-line launch announcement for " + market + ", from the findings and the timeline.", "depends_on": []int{0, 1}},
 		}})
 	case strings.Contains(low, "dice") || strings.Contains(low, "roll") || strings.Contains(low, "tool"):
-		return call("delegate", map[string]any{"tasks": []map[string]any{
+		return llmfake.Call("delegate", map[string]any{"tasks": []map[string]any{
 			{"role": "engineer", "instruction": "Roll two six-sided dice with the demo tool and report what came up."},
 		}})
 	case strings.Contains(low, "plan") || strings.Contains(low, "launch"):
-		return call("ask_user", map[string]any{"question": "Happy to plan it with the team. " + question + Footer})
+		return llmfake.Call("ask_user", map[string]any{"question": "Happy to plan it with the team. " + question + Footer})
 	default:
-		return call("reply", map[string]any{"text": menu(msg)})
+		return llmfake.Call("reply", map[string]any{"text": menu(msg)})
 	}
 }
 
@@ -117,13 +117,13 @@ func menu(msg string) string {
 // merge is the coordinator's one reply with a round's results.
 func merge(results string) llmfake.Reply {
 	if strings.Contains(results, "engineer:") {
-		return call("reply", map[string]any{"text": "The engineer used the demo tool:\n\n" + body(results, "engineer") + Footer})
+		return llmfake.Call("reply", map[string]any{"text": "The engineer used the demo tool:\n\n" + body(results, "engineer") + Footer})
 	}
 	text := "Here is the launch plan the team put together.\n\n" +
 		"**What customers care about** (researcher)\n" + body(results, "researcher") + "\n\n" +
 		"**Timeline** (planner)\n" + body(results, "planner") + "\n\n" +
 		"**Announcement** (writer)\n" + body(results, "writer") + Footer
-	return call("reply", map[string]any{"text": text})
+	return llmfake.Call("reply", map[string]any{"text": text})
 }
 
 // body is a role's result in a round's results ("[n] role: state\n…").
@@ -153,7 +153,7 @@ func worker(role string, req llmfake.Request) llmfake.Reply {
 		return report("1. They want to try it before they pay.\n2. They compare it with what they use now.\n3. They trust what peers say more than ads.")
 	case "planner":
 		if len(req.ToolResults()) == 0 {
-			return call("progress", map[string]any{"percent": 50, "note": "drafting the weeks"})
+			return llmfake.Call("progress", map[string]any{"percent": 50, "note": "drafting the weeks"})
 		}
 		return report("- Week 1: invite 50 early users\n- Week 2: fix what they hit\n- Week 3: open the waitlist\n- Week 4: launch day, with the announcement")
 	case "writer":
@@ -161,7 +161,7 @@ func worker(role string, req llmfake.Request) llmfake.Reply {
 	case "engineer":
 		results := req.ToolResults()
 		if len(results) == 0 {
-			return call(ToolName, map[string]any{"dice": 2, "sides": 6})
+			return llmfake.Call(ToolName, map[string]any{"dice": 2, "sides": 6})
 		}
 		return report(fmt.Sprintf("The tool said: %s", strings.TrimSpace(results[len(results)-1].Content)))
 	}
@@ -169,7 +169,5 @@ func worker(role string, req llmfake.Request) llmfake.Reply {
 }
 
 func report(result string) llmfake.Reply {
-	return call("report", map[string]any{"status": "done", "result": result})
+	return llmfake.Call("report", map[string]any{"status": "done", "result": result})
 }
-
-func call(name string, args map[string]any) llmfake.Reply { return llmfake.Call(name, args) }
