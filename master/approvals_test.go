@@ -85,6 +85,30 @@ func TestApprovalsDecide(t *testing.T) {
 	}
 }
 
+// A chat's terminal decides its own team's requests only: another
+// team's, though its owner is the same person, is not found there.
+func TestDecideInKeepsToItsTeam(t *testing.T) {
+	t.Parallel()
+	f := &approvalFake{
+		ApprovalFunc: func(_ context.Context, id int64) (Approval, Session, error) {
+			return Approval{ID: id, SessionID: id, State: ApprovalPending}, Session{ID: id, OwnerID: "you"}, nil
+		},
+		DecideFunc: func(_ context.Context, id int64, approve bool, by string) (Approval, error) {
+			return Approval{ID: id, State: ApprovalApproved, DecidedBy: by}, nil
+		},
+	}
+	a := NewApprovals(f, slog.New(slog.DiscardHandler))
+	if _, err := a.DecideIn(t.Context(), 1, 2, true, Actor{UserID: "you"}); ErrorCode(err) != ENotFound {
+		t.Errorf("team 1's terminal deciding team 2's request: %v, want ENotFound", err)
+	}
+	if got, err := a.DecideIn(t.Context(), 1, 1, true, Actor{UserID: "you"}); err != nil || got.State != ApprovalApproved {
+		t.Errorf("its own request: %+v, %v", got, err)
+	}
+	if want := "decide 1 true you"; strings.Join(f.log, ",") != want {
+		t.Errorf("decisions recorded %q, want %q", f.log, want)
+	}
+}
+
 // Arguments a person and a tool could read two ways are refused before
 // anyone is asked: not one JSON object, or a key given twice at any depth
 // (JSON parsers keep the last one, which the approver may never see).

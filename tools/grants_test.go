@@ -128,3 +128,31 @@ func TestApprovers(t *testing.T) {
 		t.Errorf("Approvers(fetch_url) = %v, want none", got)
 	}
 }
+
+// The operator's terminal (callon chat) holds every server's grant,
+// whatever guild its team names, and decides every request itself: the
+// servers' approvers are Discord roles, and the terminal's person is the
+// operator who named them. A call still needs approval where the server
+// says so.
+func TestOperatorToolboxHasEveryGrantAndDecides(t *testing.T) {
+	t.Parallel()
+	hostfs := stdioServer("hostfs", nil)
+	hostfs.Guilds, hostfs.ApproveAll, hostfs.Approvers = []string{"111"}, true, []string{"333"}
+	m := setup(t, []tools.Server{hostfs}, tools.Options{}, nil)
+	op := m.Operator()
+	if offered, notice := op.Offer(t.Context(), "terminal", []string{"hostfs.echo"}); len(offered) != 1 || notice != "" {
+		t.Errorf("the terminal's offer: %v (%q), want hostfs's echo", offered, notice)
+	}
+	if !op.Allows("terminal", []string{"hostfs.echo"}, "hostfs__echo") || m.Allows("222", []string{"hostfs.echo"}, "hostfs__echo") {
+		t.Error("the terminal is refused hostfs, or another guild is allowed it")
+	}
+	if !op.NeedsApproval([]string{"hostfs.echo"}, "hostfs__echo", `{"text":"x"}`) {
+		t.Error("the terminal's call of a server that requires approval needs none")
+	}
+	if got := op.Approvers("hostfs__echo"); got != nil {
+		t.Errorf("the terminal's approvers = %v, want none: its operator decides", got)
+	}
+	if r := op.Call(t.Context(), "terminal", "hostfs__echo", `{"text": "x"}`); r.IsError || r.Text != "x" {
+		t.Errorf("the terminal's call: %+v", r)
+	}
+}

@@ -82,11 +82,13 @@ func (m *Manager) Names(ctx context.Context, guild string) []string {
 }
 
 // Operator is the toolbox of the operator's own terminal (callon chat):
-// its roles have every grant, whatever guild their team names, and the
-// operator, who named the servers' approvers, decides every approval.
+// its roles may use every MCP server, whatever guild their team names,
+// and fetch the private hosts of CALLON_FETCH_ALLOW (a server's own
+// fetch_allow hosts stay that server's); the operator, who named the
+// servers' approvers, decides every approval.
 func (m *Manager) Operator() master.Toolbox { return operator{m} }
 
-// operator is the Manager with every grant and no approvers.
+// operator is the Manager with every server's grant and no approvers.
 type operator struct{ m *Manager }
 
 func (o operator) Offer(ctx context.Context, _ string, allowed []string) ([]master.Tool, string) {
