@@ -140,6 +140,16 @@ func (m *Messenger) Find(ctx context.Context, msg master.OutMessage) (string, er
 		return m.findAs(ctx, msg)
 	}
 	me := m.botID()
+	return m.findSince(ctx, msg, func(x *discordgo.Message) bool {
+		return x.Author != nil && x.Author.ID == me && x.Content == msg.Content &&
+			(msg.ReplyTo == "" || (x.MessageReference != nil && x.MessageReference.MessageID == msg.ReplyTo))
+	})
+}
+
+// findSince walks msg's channel forward from a minute before msg may have
+// been sent, at most findPages pages, and returns the id of the first
+// message match accepts, or "".
+func (m *Messenger) findSince(ctx context.Context, msg master.OutMessage, match func(*discordgo.Message) bool) (string, error) {
 	after := strconv.FormatInt(master.Snowflake(msg.MaybeSentAt.Add(-time.Minute)), 10)
 	for range findPages {
 		list, err := m.s.ChannelMessages(msg.ChannelID, 100, "", after, "", discordgo.WithContext(ctx))
@@ -147,8 +157,7 @@ func (m *Messenger) Find(ctx context.Context, msg master.OutMessage) (string, er
 			return "", classify(fmt.Errorf("read messages of %s: %w", msg.ChannelID, err))
 		}
 		for _, x := range list {
-			if x.Author != nil && x.Author.ID == me && x.Content == msg.Content &&
-				(msg.ReplyTo == "" || (x.MessageReference != nil && x.MessageReference.MessageID == msg.ReplyTo)) {
+			if match(x) {
 				return x.ID, nil
 			}
 		}

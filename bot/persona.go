@@ -1,10 +1,10 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -166,10 +166,7 @@ func (p *personas) forget(ctx context.Context, parent string, h hook) {
 // carry the token.
 func (m *Messenger) sendAs(ctx context.Context, msg master.OutMessage) (string, error) {
 	p, persona := m.p, msg.Persona
-	parent := persona.Parent
-	if parent == "" {
-		parent = msg.ChannelID
-	}
+	parent := cmp.Or(persona.Parent, msg.ChannelID)
 	params := &discordgo.WebhookParams{Content: msg.Content, Username: persona.Name, AvatarURL: p.avatars.URL(persona),
 		AllowedMentions: noMentions()}
 	thread := ""
@@ -210,40 +207,20 @@ func (m *Messenger) findAs(ctx context.Context, msg master.OutMessage) (string, 
 	me := m.botID()
 	hookID := ""
 	if m.p != nil {
-		parent := msg.Persona.Parent
-		if parent == "" {
-			parent = msg.ChannelID
-		}
-		if h, err := m.p.webhook(ctx, parent, false); err == nil {
+		if h, err := m.p.webhook(ctx, cmp.Or(msg.Persona.Parent, msg.ChannelID), false); err == nil {
 			hookID = h.id
 		} else if !errors.Is(err, master.ErrNotFound) {
 			return "", err
 		}
 	}
 	fallback := ownVoice(msg)
-	after := strconv.FormatInt(master.Snowflake(msg.MaybeSentAt.Add(-time.Minute)), 10)
-	for range findPages {
-		list, err := m.s.ChannelMessages(msg.ChannelID, 100, "", after, "", discordgo.WithContext(ctx))
-		if err != nil {
-			return "", classify(fmt.Errorf("read messages of %s: %w", msg.ChannelID, err))
+	return m.findSince(ctx, msg, func(x *discordgo.Message) bool {
+		switch {
+		case x.Author == nil:
+			return false
+		case hookID != "" && x.WebhookID == hookID && x.Author.Username == msg.Persona.Name && x.Content == msg.Content:
+			return true
 		}
-		for _, x := range list {
-			switch {
-			case x.Author == nil:
-			case hookID != "" && x.WebhookID == hookID && x.Author.Username == msg.Persona.Name && x.Content == msg.Content:
-				return x.ID, nil
-			case x.Author.ID == me && x.Content == fallback:
-				return x.ID, nil
-			}
-		}
-		if len(list) < 100 {
-			return "", nil
-		}
-		for _, x := range list {
-			if n, _ := master.ParseSnowflake(x.ID); n > mustSnowflake(after) {
-				after = x.ID
-			}
-		}
-	}
-	return "", nil
+		return x.Author.ID == me && x.Content == fallback
+	})
 }
