@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/callonbot/callon/bot/render"
 	"github.com/callonbot/callon/master"
 )
 
@@ -60,7 +61,7 @@ type Messenger struct {
 	closeOnce sync.Once
 
 	mu     sync.Mutex
-	posted map[string]Event // by message id, for edits
+	posted map[string]Event // statuses and requests not settled yet, by message id, for their edits
 }
 
 var _ master.Messenger = (*Messenger)(nil)
@@ -140,9 +141,13 @@ func (m *Messenger) Send(ctx context.Context, out master.OutMessage) (string, er
 	if err := m.emit(ctx, ev); err != nil {
 		return "", err
 	}
-	m.mu.Lock()
-	m.posted[id] = ev
-	m.mu.Unlock()
+	if ev.Kind == Status || ev.Kind == Asked {
+		// Only these are edited later (a status until it settles, a
+		// request until it is decided): the rest is not kept.
+		m.mu.Lock()
+		m.posted[id] = ev
+		m.mu.Unlock()
+	}
 	return id, nil
 }
 
@@ -159,6 +164,11 @@ func (m *Messenger) Edit(ctx context.Context, _, messageID, content string) erro
 	ev.Text = content
 	if ev.Kind == Asked {
 		ev.Kind = Settled
+	}
+	if ev.Kind == Settled || render.IsSettled(content) {
+		m.mu.Lock()
+		delete(m.posted, messageID) // its last edit
+		m.mu.Unlock()
 	}
 	return m.emit(ctx, ev)
 }

@@ -174,3 +174,33 @@ func TestModelDecidesOnlyAfterTab(t *testing.T) {
 		t.Fatalf("after Tab: mode %v, want deciding", mdl.mode)
 	}
 }
+
+// The messenger keeps only what will be edited (a status until it
+// settles, a request until it is decided): a chat that runs for days
+// does not hold every message it showed.
+func TestMessengerKeepsOnlyWhatIsEdited(t *testing.T) {
+	t.Parallel()
+	m := NewMessenger()
+	defer m.Close()
+	go func() {
+		for range m.Events() {
+		}
+	}()
+	ctx := t.Context()
+	if _, err := m.Send(ctx, master.OutMessage{Kind: master.OutReply, Content: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	asked, err := m.Send(ctx, master.OutMessage{Kind: master.OutApproval, Content: "🔐 **engineer** asks to call `x`.\nThe task waits."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.posted); n != 1 {
+		t.Errorf("after a reply and a request: %d kept, want the request alone", n)
+	}
+	if err := m.Edit(ctx, "", asked, "🔐 decided\n✅ Approved by you just now."); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.posted); n != 0 {
+		t.Errorf("after the request was decided: %d kept, want none", n)
+	}
+}

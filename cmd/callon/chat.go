@@ -311,7 +311,7 @@ func startDemo(cfg *config.Config, paced bool, log *slog.Logger) (*llmfake.Serve
 	if paced {
 		pace = 700 * time.Millisecond // so the status block has something to show
 	}
-	ai, err := llmfake.Start(demo.Script(pace), llmfake.WithModels(demo.Model),
+	ai, err := llmfake.Start(demo.Script(pace), llmfake.WithModels(demo.Model), llmfake.WithoutRecords(),
 		llmfake.OnUnexpected(func(msg string) { log.Warn("demo model", "problem", msg) }))
 	if err != nil {
 		return nil, err

@@ -50,3 +50,31 @@ func TestStartAndClose(t *testing.T) {
 		t.Error("the server still answers after Close")
 	}
 }
+
+// A server that runs for hours keeps no record of what it answered
+// (WithoutRecords), and still answers every request.
+func TestWithoutRecordsKeepsNone(t *testing.T) {
+	t.Parallel()
+	srv, err := llmfake.Start(llmfake.Always(llmfake.Text("hi")), llmfake.WithoutRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for range 3 {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL()+"/chat/completions",
+			strings.NewReader(`{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}`))
+		req.Header.Set("Authorization", "Bearer "+srv.APIKey())
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("a chat request: %d, want 200", resp.StatusCode)
+		}
+	}
+	if recs := srv.Requests(); len(recs) != 0 {
+		t.Errorf("%d requests recorded, want none", len(recs))
+	}
+}

@@ -31,6 +31,7 @@ type Server struct {
 
 	mu          sync.Mutex
 	records     []Record
+	noRecords   bool          // WithoutRecords
 	changed     chan struct{} // closed and replaced whenever records change
 	inFlight    int
 	maxInFlight int
@@ -71,6 +72,13 @@ func WithAPIKey(key string) Option {
 // client still gets its error answer).
 func OnUnexpected(report func(msg string)) Option {
 	return func(s *Server) { s.unexpected = report }
+}
+
+// WithoutRecords keeps no record of the requests (Requests is empty,
+// Wait sees none): a server that runs for hours (callon chat --demo)
+// holds no growing list of every request it answered.
+func WithoutRecords() Option {
+	return func(s *Server) { s.noRecords = true }
 }
 
 // Start starts a server answering chat completions with script, on a
@@ -202,9 +210,12 @@ func Overlapping(records ...Record) bool {
 func (s *Server) arrive(rec Record) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.records = append(s.records, rec)
 	s.inFlight++
 	s.maxInFlight = max(s.maxInFlight, s.inFlight)
+	if s.noRecords {
+		return -1
+	}
+	s.records = append(s.records, rec)
 	s.notifyLocked()
 	return len(s.records) - 1
 }
@@ -215,9 +226,12 @@ func (s *Server) arrive(rec Record) int {
 func (s *Server) answer(i, status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.inFlight--
+	if i < 0 {
+		return // not recorded (WithoutRecords)
+	}
 	s.records[i].Answered = time.Now()
 	s.records[i].Status = status
-	s.inFlight--
 	s.notifyLocked()
 }
 
