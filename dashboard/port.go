@@ -30,6 +30,9 @@ type Store interface {
 	Changes(ctx context.Context, after int64) (Changes, error)
 	// SessionGuilds maps session ids to their guilds.
 	SessionGuilds(ctx context.Context, ids []int64) (map[int64]string, error)
+	// Guilds lists, in order, the guilds that have or had teams, at most
+	// limit: the servers the operator's signal search may pick.
+	Guilds(ctx context.Context, limit int) ([]string, error)
 }
 
 // GuildDay is one server's overview.

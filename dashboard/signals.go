@@ -49,6 +49,9 @@ type signalsView struct {
 
 type guildOption struct{ ID, Name string }
 
+// maxGuildOptions bounds the servers the operator's search lists.
+const maxGuildOptions = 500
+
 // pageSize is how many signals a page of the trail shows.
 const pageSize = 100
 
@@ -111,10 +114,10 @@ func (d *Dashboard) signals(w http.ResponseWriter, r *http.Request, v viewer) {
 		sv.JSON = template.URL(filterQuery(f).Encode())
 	}
 	if v.Operator {
-		days, err := d.store.Overview(r.Context(), nil, d.cfg.Now())
+		guilds, err := d.store.Guilds(r.Context(), maxGuildOptions)
 		if err == nil {
-			for _, g := range days {
-				sv.Guilds = append(sv.Guilds, guildOption{g.GuildID, d.guildName(g.GuildID)})
+			for _, g := range guilds {
+				sv.Guilds = append(sv.Guilds, guildOption{g, d.guildName(g)})
 			}
 		}
 	} else {

@@ -291,3 +291,17 @@ func (s *Store) SessionGuilds(ctx context.Context, ids []int64) (map[int64]strin
 	}
 	return out, nil
 }
+
+// Guilds implements dashboard.Store: the guilds of the sessions kept (in
+// guild order, at most limit).
+func (s *Store) Guilds(ctx context.Context, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT guild_id FROM sessions ORDER BY guild_id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("guilds: %w", err)
+	}
+	guilds, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("guilds: %w", err)
+	}
+	return guilds, nil
+}

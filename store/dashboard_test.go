@@ -59,3 +59,17 @@ func sessionsOf(refs []dashboard.SignalRef) []int64 {
 	}
 	return out
 }
+
+// The operator's signal search lists every guild that has or had teams,
+// an old one with nothing today too, in order.
+func TestGuildsListsEveryGuildWithTeams(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	s := w.startSession() // guild g1
+	w.exec(`UPDATE sessions SET guild_id = 'g0', created_at = now() - interval '40 days' WHERE id = $1`, s.ID)
+	w.startSession()
+	got, err := w.store.Guilds(w.ctx, 10)
+	if err != nil || !slices.Equal(got, []string{"g0", "g1"}) {
+		t.Errorf("Guilds = %v, %v; want [g0 g1]", got, err)
+	}
+}
