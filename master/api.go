@@ -227,7 +227,7 @@ func (a *API) Message(ctx context.Context, sessionID int64, m APIMessage) (t Tur
 	if s.State != SessionActive {
 		return Turn{}, false, Errorf(EConflict, "Team %d has been dissolved; start a new one with POST /v1/dispatch.", sessionID)
 	}
-	member, err := a.launcher().member(ctx, Launch{GuildID: s.GuildID, UserID: m.UserID}, Channel{ID: s.ThreadID, Thread: true})
+	member, err := a.launcher().member(ctx, Launch{GuildID: s.GuildID, UserID: m.UserID}, Channel{ID: s.ThreadID, Thread: true}, cannotWork)
 	if err != nil {
 		return Turn{}, false, err
 	}

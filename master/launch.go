@@ -150,7 +150,7 @@ func (l Launcher) Launch(ctx context.Context, r Launch) (Launched, error) {
 	}
 	roles := r.Roles
 	if !r.Present {
-		m, err := l.member(ctx, r, ch)
+		m, err := l.member(ctx, r, ch, cannotWork)
 		if err != nil {
 			return Launched{}, err
 		}
@@ -230,8 +230,8 @@ func (l Launcher) resolve(ctx context.Context, guildID, ref, field string) (Chan
 }
 
 // member looks the starter up in ch and checks they may see and post
-// there.
-func (l Launcher) member(ctx context.Context, r Launch, ch Channel) (GuildMember, error) {
+// there; cannot is the refusal when not (a format of who and the channel).
+func (l Launcher) member(ctx context.Context, r Launch, ch Channel, cannot string) (GuildMember, error) {
 	m, err := l.Guilds.GuildMember(ctx, r.GuildID, ch.ID, r.UserID)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -240,11 +240,16 @@ func (l Launcher) member(ctx context.Context, r Launch, ch Channel) (GuildMember
 		return m, &Error{Code: EUnavailable, Err: err,
 			Message: fmt.Sprintf("I could not check whether %s may post in <#%s>; please try again.", r.who(), ch.ID)}
 	case !MayPost(m.Permissions, ch.Thread):
-		return m, &Error{Code: ENotAllowed, Err: ErrNotAllowed,
-			Message: fmt.Sprintf("%s cannot see and post in <#%s>, so a team may not work there for them.", r.who(), ch.ID)}
+		return m, &Error{Code: ENotAllowed, Err: ErrNotAllowed, Message: fmt.Sprintf(cannot, r.who(), ch.ID)}
 	}
 	return m, nil
 }
+
+// Refusals of a starter who may not post where the team would be.
+const (
+	cannotWork   = "%s cannot see and post in <#%s>, so a team may not work there for them."
+	cannotReport = "%s can't post in <#%s>, so the team may not report there either."
+)
 
 // reportTo checks where the team reports to and returns its id ("" for
 // nowhere): a dispatched team reports to the dispatching thread; a bot's,
@@ -261,21 +266,15 @@ func (l Launcher) reportTo(ctx context.Context, r Launch, ch Channel) (string, e
 	}
 	rt := ch
 	if ref != ch.ID {
+		// The team's own channel was checked already (or the starter acted
+		// there): another one is looked up, and the starter checked in it.
 		var err error
 		if rt, err = l.resolve(ctx, r.GuildID, ref, "report_to"); err != nil {
 			return "", err
 		}
-	}
-	m, err := l.Guilds.GuildMember(ctx, r.GuildID, rt.ID, r.UserID)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return "", Errorf(ENotFound, "%s is not a member of this server.", r.who())
-	case err != nil:
-		return "", &Error{Code: EUnavailable, Err: err,
-			Message: fmt.Sprintf("I could not check whether %s may post in <#%s>; please try again.", r.who(), rt.ID)}
-	case !MayPost(m.Permissions, rt.Thread):
-		return "", &Error{Code: ENotAllowed, Err: ErrNotAllowed, Message: fmt.Sprintf(
-			"%s can't post in <#%s>, so the team may not report there either.", r.who(), rt.ID)}
+		if _, err := l.member(ctx, r, rt, cannotReport); err != nil {
+			return "", err
+		}
 	}
 	if err := l.Channels.CanPost(ctx, rt.ID); err != nil {
 		return "", &Error{Code: ENotAllowed, Err: err, Message: fmt.Sprintf("I can't post in <#%s>, so the team could not report there. "+
