@@ -115,8 +115,12 @@ func hueColor(h, v byte) color.RGBA {
 func AvatarHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok := strings.CutSuffix(r.PathValue("file"), ".png")
-		data, drawn := AvatarPNG(key)
-		if !ok || !drawn || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		if !ok || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+			http.NotFound(w, r)
+			return
+		}
+		data, drawn := AvatarPNG(key) // drawn only for a request that may have it
+		if !drawn {
 			http.NotFound(w, r)
 			return
 		}

@@ -67,6 +67,7 @@ func (h *hub) run(ctx context.Context, wake <-chan string, log *slog.Logger) err
 	cursor := int64(-1) // unknown until someone watches
 	waiting := map[int64]bool{}
 	seen := map[int64]bool{} // signals reported (or known at the start)
+	failing := 0             // reads of changes failed in a row
 	for {
 		var sessions []int64
 		all := false
@@ -94,10 +95,16 @@ func (h *hub) run(ctx context.Context, wake <-chan string, log *slog.Logger) err
 			c, err := h.store.Changes(qctx, cursor)
 			cancel()
 			if err != nil {
-				if ctx.Err() == nil {
-					log.Warn("dashboard: reading changes failed", "err", err)
+				// Said once per run of failures (every 2 s otherwise, for
+				// as long as Postgres is away), and its end once.
+				if failing++; failing == 1 && ctx.Err() == nil {
+					log.Warn("dashboard: reading changes failed; live updates wait", "err", err)
 				}
 				continue
+			}
+			if failing > 0 {
+				log.Info("dashboard: reading changes again", "failed_reads", failing)
+				failing = 0
 			}
 			first := cursor < 0
 			cursor = c.Cursor

@@ -2,7 +2,12 @@ package dashboard
 
 import (
 	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -122,4 +127,63 @@ func TestFirstReadTellsEveryStream(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the first read after the stream began told it nothing")
 	}
+}
+
+// failingChanges fails its first reads, then reads nothing.
+type failingChanges struct {
+	guildStore
+	mu    sync.Mutex
+	fails int
+	reads chan struct{}
+}
+
+func (f *failingChanges) Changes(context.Context, int64) (Changes, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case f.reads <- struct{}{}:
+	default:
+	}
+	if f.fails > 0 {
+		f.fails--
+		return Changes{}, errors.New("connection refused")
+	}
+	return Changes{}, nil
+}
+
+// Reads of changes that keep failing (Postgres away) are said once, and
+// their end once: not a warning every poll.
+func TestFailingChangesAreSaidOnce(t *testing.T) {
+	t.Parallel()
+	st := &failingChanges{fails: 5, reads: make(chan struct{})}
+	h := newHub(st, time.Millisecond)
+	defer h.subscribe(&sub{all: true})()
+	var out strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &out, mu: &mu}, nil))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.run(ctx, nil, log) }()
+	for range 8 { // the five failures and three reads after
+		<-st.reads
+	}
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if w, i := strings.Count(out.String(), "level=WARN"), strings.Count(out.String(), "reading changes again"); w != 1 || i != 1 {
+		t.Errorf("%d warnings and %d recoveries logged, want one each:\n%s", w, i, out.String())
+	}
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
