@@ -204,3 +204,20 @@ func TestMessengerKeepsOnlyWhatIsEdited(t *testing.T) {
 		t.Errorf("after the request was decided: %d kept, want none", n)
 	}
 }
+
+// A frame renders the live texts once: the next frames, at every key and
+// cursor blink, reuse them until they change or the width does.
+func TestViewRendersLiveTextsOnce(t *testing.T) {
+	t.Parallel()
+	mdl := newModel(context.Background(), nil, NewMessenger(), Options{}, lipgloss.NewRenderer(&strings.Builder{}))
+	mdl.setWidth(60)
+	mdl.event(Event{Kind: Status, ID: "s", Text: "⏳ **Team at work** · round 1"})
+	first := mdl.View()
+	if len(mdl.memo) != 1 || mdl.View() != first {
+		t.Fatalf("after two frames %d texts kept, want the status alone, and the same frame", len(mdl.memo))
+	}
+	mdl.setWidth(80)
+	if len(mdl.memo) != 0 {
+		t.Error("a new width kept texts rendered for the old one")
+	}
+}

@@ -54,6 +54,7 @@ type model struct {
 	pending []master.Approval
 	st      styles
 	md      *glamour.TermRenderer
+	memo    map[string]string // rendered live texts, for the next frame
 	width   int
 
 	input   textinput.Model
@@ -110,6 +111,7 @@ func (m *model) setWidth(w int) {
 	if err == nil {
 		m.md = md
 	}
+	m.memo = nil // rendered for another width
 }
 
 // Init prints the banner and starts taking the team's messages.
@@ -513,6 +515,23 @@ func (m *model) dropLive(id string) {
 
 // render is a message as the terminal shows it: Discord's markup in
 // terminal words, Markdown rendered, subtext faint.
+// rendered is render(text), kept from one frame to the next: View runs
+// at every key and cursor blink, and the live texts change far less.
+func (m *model) rendered(text string) string {
+	if r, ok := m.memo[text]; ok {
+		return r
+	}
+	if len(m.memo) >= maxMemo || m.memo == nil {
+		m.memo = map[string]string{}
+	}
+	r := m.render(text)
+	m.memo[text] = r
+	return r
+}
+
+// maxMemo bounds the texts kept rendered: the live block's and a request's.
+const maxMemo = 64
+
 func (m *model) render(text string) string {
 	body, sub := Split(m.words.Translate(text))
 	out := body
@@ -537,7 +556,7 @@ func (m *model) View() string {
 	}
 	var b strings.Builder
 	for _, l := range m.lives {
-		b.WriteString(m.st.status.Render(m.render(l.text)) + "\n")
+		b.WriteString(m.st.status.Render(m.rendered(l.text)) + "\n")
 	}
 	if len(m.asks) > 0 {
 		a := m.asks[0]
@@ -549,7 +568,7 @@ func (m *model) View() string {
 		if more := len(m.asks) - 1; more > 0 {
 			keys += fmt.Sprintf(" · %d more waiting", more)
 		}
-		b.WriteString(m.st.box.Width(m.width-4).Render(fmt.Sprintf("Request %d: %s\n%s", a.id, m.render(head), m.st.key.Render(keys))) + "\n")
+		b.WriteString(m.st.box.Width(m.width-4).Render(fmt.Sprintf("Request %d: %s\n%s", a.id, m.rendered(head), m.st.key.Render(keys))) + "\n")
 	}
 	switch m.mode {
 	case leaving:
