@@ -75,26 +75,14 @@ func (d *Dashboard) guildName(id string) string {
 	return "Server " + id
 }
 
-func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v viewer) {
-	data, err := d.overviewData(r, v)
-	if err != nil {
-		d.readFailed(w, r, err)
-		return
-	}
-	d.render(w, http.StatusOK, "overview", page{Title: "Overview", Viewer: &v, Nav: "overview", Data: data})
-}
-
-func (d *Dashboard) overviewLive(w http.ResponseWriter, r *http.Request, v viewer) {
-	data, err := d.overviewData(r, v)
-	if err != nil {
-		d.readFailed(w, r, err)
-		return
-	}
-	d.renderPart(w, "overview", "live", page{Viewer: &v, Data: data})
-}
-
 // readFailed answers a read that failed, logged once here.
+// A team the viewer may not see, or that does not exist, is "no such
+// team" alike.
 func (d *Dashboard) readFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errNotVisible) {
+		d.fail(w, r, http.StatusNotFound, "There is no such team.")
+		return
+	}
 	if r.Context().Err() != nil {
 		return
 	}
@@ -127,20 +115,20 @@ type signalFilter struct {
 	Before                                int64
 }
 
-func (d *Dashboard) teamData(r *http.Request, v viewer) (*teamView, int, error) {
+func (d *Dashboard) teamData(r *http.Request, v viewer) (*teamView, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return nil, http.StatusNotFound, errNotVisible
+		return nil, errNotVisible
 	}
 	t, err := d.store.Team(r.Context(), id, 10)
 	if errors.Is(err, master.ErrNotFound) {
-		return nil, http.StatusNotFound, errNotVisible
+		return nil, errNotVisible
 	}
 	if err != nil {
-		return nil, http.StatusInternalServerError, err
+		return nil, err
 	}
 	if !v.allows(t.Session.GuildID) { // another server's team is one that does not exist
-		return nil, http.StatusNotFound, errNotVisible
+		return nil, errNotVisible
 	}
 	if t.DispatchedBy.ID != 0 && !v.allows(t.DispatchedBy.GuildID) {
 		t.DispatchedBy = master.Session{}
@@ -153,7 +141,7 @@ func (d *Dashboard) teamData(r *http.Request, v viewer) (*teamView, int, error) 
 	}
 	sigs, err := d.store.SearchSignals(r.Context(), q)
 	if err != nil {
-		return nil, http.StatusInternalServerError, err
+		return nil, err
 	}
 	tv := &teamView{Team: t, GuildName: d.guildName(t.Session.GuildID), Filter: f, Kinds: signalKinds,
 		Query: template.URL(filterQuery(f).Encode())}
@@ -167,7 +155,7 @@ func (d *Dashboard) teamData(r *http.Request, v viewer) (*teamView, int, error) 
 		tv.Timelines = append(tv.Timelines, layout(l, now))
 	}
 	tv.Signals = signalViews(sigs)
-	return tv, http.StatusOK, nil
+	return tv, nil
 }
 
 // members derives each member's live state from the latest turn: as
@@ -195,32 +183,6 @@ func members(roster []master.Role, l *TurnLine) []memberView {
 		out = append(out, mv)
 	}
 	return out
-}
-
-func (d *Dashboard) team(w http.ResponseWriter, r *http.Request, v viewer) {
-	tv, status, err := d.teamData(r, v)
-	if err != nil {
-		d.teamFailed(w, r, status, err)
-		return
-	}
-	d.render(w, http.StatusOK, "team", page{Title: "Team: " + master.Truncate(tv.Session.Goal, 60), Viewer: &v, Data: tv})
-}
-
-func (d *Dashboard) teamLive(w http.ResponseWriter, r *http.Request, v viewer) {
-	tv, status, err := d.teamData(r, v)
-	if err != nil {
-		d.teamFailed(w, r, status, err)
-		return
-	}
-	d.renderPart(w, "team", "live", page{Viewer: &v, Data: tv})
-}
-
-func (d *Dashboard) teamFailed(w http.ResponseWriter, r *http.Request, status int, err error) {
-	if status == http.StatusNotFound {
-		d.fail(w, r, status, "There is no such team.")
-		return
-	}
-	d.readFailed(w, r, err)
 }
 
 // rolesView is the roles page: records by guild, then channel.
@@ -270,24 +232,6 @@ func (d *Dashboard) rolesData(r *http.Request, v viewer) (rolesView, error) {
 	return rv, nil
 }
 
-func (d *Dashboard) roles(w http.ResponseWriter, r *http.Request, v viewer) {
-	rv, err := d.rolesData(r, v)
-	if err != nil {
-		d.readFailed(w, r, err)
-		return
-	}
-	d.render(w, http.StatusOK, "roles", page{Title: "Roles", Viewer: &v, Nav: "roles", Data: rv})
-}
-
-func (d *Dashboard) rolesLive(w http.ResponseWriter, r *http.Request, v viewer) {
-	rv, err := d.rolesData(r, v)
-	if err != nil {
-		d.readFailed(w, r, err)
-		return
-	}
-	d.renderPart(w, "roles", "live", page{Viewer: &v, Data: rv})
-}
-
 // filterOf reads a signals form.
 func filterOf(q url.Values) signalFilter {
 	f := signalFilter{Kind: q.Get("kind"), Role: q.Get("role"), Team: q.Get("team"), Guild: q.Get("guild"),
@@ -314,3 +258,26 @@ func filterQuery(f signalFilter) url.Values {
 var signalKinds = []master.SignalKind{master.SignalAck, master.SignalProgress, master.SignalTaskComplete, master.SignalBlocked,
 	master.SignalNeedInfo, master.SignalHandoff, master.SignalReport, master.SignalWebhook, master.SignalTool, master.SignalNeedApproval,
 	master.SignalReviewPassed, master.SignalReviewRevised}
+
+// views answers a page and its live part from one read: the whole page,
+// and the part its event stream makes the page fetch again.
+func views[T any](d *Dashboard, name, nav string, read func(*http.Request, viewer) (T, error),
+	title func(T) string) (full, live func(http.ResponseWriter, *http.Request, viewer)) {
+	full = func(w http.ResponseWriter, r *http.Request, v viewer) {
+		data, err := read(r, v)
+		if err != nil {
+			d.readFailed(w, r, err)
+			return
+		}
+		d.render(w, http.StatusOK, name, page{Title: title(data), Viewer: &v, Nav: nav, Data: data})
+	}
+	live = func(w http.ResponseWriter, r *http.Request, v viewer) {
+		data, err := read(r, v)
+		if err != nil {
+			d.readFailed(w, r, err)
+			return
+		}
+		d.renderPart(w, name, "live", page{Viewer: &v, Data: data})
+	}
+	return full, live
+}
