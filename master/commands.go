@@ -76,6 +76,11 @@ type Commands struct {
 }
 
 // NewCommands returns the commands.
+
+// ArchivedNote ends a dissolved team's summary in Discord (the terminal
+// says how to start another there instead).
+const ArchivedNote = "This thread is archived; start a new team with `/callon`."
+
 func NewCommands(cfg CommandsConfig, store CommandStore, llm LLM, logger *slog.Logger) *Commands {
 	cfg.MaxRoles = cmp.Or(cfg.MaxRoles, 8)
 	if cfg.Now == nil {
@@ -239,6 +244,6 @@ func closingSummary(s Session, a Actor, st SessionStats, now time.Time) string {
 		}
 		fmt.Fprintf(&b, " (finished: %s)", strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(&b, " and used %s tokens.\nThis thread is archived; start a new team with `/callon`.", Tokens(st.Usage.Total()))
+	fmt.Fprintf(&b, " and used %s tokens.\n%s", Tokens(st.Usage.Total()), ArchivedNote)
 	return Truncate(b.String(), MaxMessageLen)
 }

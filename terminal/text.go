@@ -2,6 +2,8 @@ package terminal
 
 import (
 	"fmt"
+	"github.com/callonbot/callon/bot/render"
+	"github.com/callonbot/callon/master"
 	"regexp"
 	"strconv"
 	"strings"
@@ -79,10 +81,8 @@ func (w Words) Translate(text string) string {
 		}
 		return w.time(time.Unix(sec, 0), g[2])
 	})
-	text = strings.ReplaceAll(text, "The member who started the team, or a member who can manage threads, can approve or deny it",
-		"You can approve or deny it")
-	text = strings.ReplaceAll(text, "This thread is archived; start a new team with `/callon`.",
-		"Start another team with `callon chat --goal \"…\"`.")
+	text = strings.ReplaceAll(text, render.Deciders+" can approve or deny it", "You can approve or deny it")
+	text = strings.ReplaceAll(text, master.ArchivedNote, "Start another team with `callon chat --goal \"…\"`.")
 	text = slashCallon.ReplaceAllString(text, "`callon chat --goal \"…\"`")
 	return text
 }

@@ -1,6 +1,8 @@
 package terminal
 
 import (
+	"github.com/callonbot/callon/bot/render"
+	"github.com/callonbot/callon/master"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,3 +84,18 @@ func TestRelative(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// The terminal's words for Discord's sentences follow what callon really
+// posts: a request for approval as render writes it, the notice of an
+// archived thread as master writes it.
+func TestTranslateFollowsWhatIsPosted(t *testing.T) {
+	t.Parallel()
+	asked := Words{}.Translate(render.Approval(master.Approval{ID: 3, Role: "engineer", Tool: "demo.roll_dice",
+		State: master.ApprovalPending, ExpiresAt: time.Now().Add(time.Hour)}))
+	if !strings.Contains(asked, "You can approve or deny it") || strings.Contains(asked, "manage threads") {
+		t.Errorf("a request in the terminal:\n%s\nwant it to say you can decide", asked)
+	}
+	if got := (Words{}).Translate("used 3 tokens.\n" + master.ArchivedNote); !strings.Contains(got, "callon chat --goal") || strings.Contains(got, "/callon") {
+		t.Errorf("the archived notice in the terminal: %q", got)
+	}
+}

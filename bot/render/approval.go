@@ -14,6 +14,11 @@ import (
 // spaces, with every backtick and every invisible or direction-changing
 // character written as a \u escape: the same JSON, which no code fence
 // can end and no character can make read otherwise.
+
+// Deciders is who may decide a request whose server names no approvers,
+// as the request says it (the terminal says "You" instead).
+const Deciders = "The member who started the team, or a member who can manage threads,"
+
 func PrettyArgs(args string) string {
 	if strings.TrimSpace(args) == "" {
 		return "{}"
@@ -81,7 +86,7 @@ func Approval(a master.Approval) string {
 	case master.ApprovalCancelled:
 		b.WriteString("⏹️ No longer needed: the task ended first.")
 	default:
-		who := "The member who started the team, or a member who can manage threads,"
+		who := Deciders
 		if len(a.Approvers) > 0 {
 			roles := make([]string, len(a.Approvers))
 			for i, r := range a.Approvers {
